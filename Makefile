@@ -1,0 +1,41 @@
+# The two commands a fresh clone needs are `make demo` and `make test`.
+# Each one installs what it needs first.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: test demo lint typecheck imports pytest prometheus install clean
+
+$(STAMP): pyproject.toml requirements/constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt -e '.[dev]'
+	touch $@
+
+install: $(STAMP)
+
+prometheus:
+	scripts/ensure-prometheus
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy --strict guardian exporter
+
+imports: $(STAMP)
+	$(BIN)/lint-imports
+
+pytest: $(STAMP) prometheus
+	$(BIN)/pytest
+
+# Everything CI checks: lint, format, types, layering, then the test suite.
+test: lint typecheck imports pytest
+
+demo: $(STAMP)
+	$(BIN)/guardian demo
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

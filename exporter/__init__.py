@@ -1,0 +1,1 @@
+"""GPU Guardian node exporter: per-GPU and per-pod GPU metrics for Prometheus."""

@@ -1,0 +1,1 @@
+"""Wiring: the collection loop and the HTTP server."""

@@ -1,0 +1,1 @@
+"""Pure logic: cgroup parsing, attribution and snapshot building from raw readings."""

@@ -1,0 +1,4 @@
+"""Simulated node parts for tests, benchmarks and the demo.
+
+Scenario-driven GPUs and a stub NVML library.
+"""

@@ -1,0 +1,1 @@
+"""GPU Guardian controller: rule engine, policies and remediation for Kubernetes GPU fleets."""

@@ -1,0 +1,1 @@
+"""Wiring: builds adapters from settings, runs the scheduler loop and the executor."""

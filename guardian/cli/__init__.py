@@ -1,0 +1,42 @@
+"""The `guardian` command line. It only parses arguments and hands off to the app layer."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from guardian.app.logs import LOG_FORMATS, configure_logging
+from guardian.cli import commands
+from guardian.cli._common import EXIT_USAGE, package_version
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="guardian",
+        description=(
+            "GPU Guardian: find idle and under-used GPUs in Kubernetes, alert, and reclaim them."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    parser.add_argument("--log-level", default="INFO", help="log level (default: %(default)s)")
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="text",
+        help="log format (default: %(default)s)",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.register_all(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return EXIT_USAGE
+    configure_logging(args.log_level, args.log_format)
+    result: int = handler(args)
+    return result

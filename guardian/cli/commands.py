@@ -1,0 +1,46 @@
+"""Subcommand registry. Each feature adds its parser here; placeholders exit 2 until they land."""
+
+from __future__ import annotations
+
+import argparse
+
+from guardian.cli._common import placeholder
+
+SubParsers = argparse._SubParsersAction
+
+
+def register_all(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
+    _placeholder(subparsers, "eval", "evaluate every rule group once and print the alerts", 5)
+    _placeholder(subparsers, "run", "run the scheduled rule engine and remediation loop", 5)
+    _register_rules(subparsers)
+    _register_policies(subparsers)
+    _placeholder(subparsers, "restore", "restore a reclaimed workload: NAMESPACE/KIND/NAME", 7)
+    _placeholder(subparsers, "status", "list active alerts, pending ladder steps and reclaims", 7)
+    _placeholder(
+        subparsers, "dcgm-config", "generate dcgm-exporter and Prometheus configuration", 4
+    )
+    _placeholder(subparsers, "demo", "run the whole loop on a simulated fleet", 9)
+
+
+def _placeholder(
+    subparsers: SubParsers[argparse.ArgumentParser], name: str, help_text: str, issue: int
+) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(name, help=help_text, description=help_text)
+    parser.set_defaults(handler=placeholder(parser.prog, issue))
+    return parser
+
+
+def _register_rules(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
+    rules = subparsers.add_parser("rules", help="check, render and unit-test rule files")
+    rules_sub = rules.add_subparsers(dest="rules_command", metavar="RULES_COMMAND", required=True)
+    _placeholder(rules_sub, "check", "validate rule files as the engine loads them", 6)
+    _placeholder(rules_sub, "render", "render rule files as PrometheusRule or a rule file", 6)
+    _placeholder(rules_sub, "test", "run promtool-format rule tests through the engine", 6)
+
+
+def _register_policies(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
+    policies = subparsers.add_parser("policies", help="validate reclaim policies")
+    policies_sub = policies.add_subparsers(
+        dest="policies_command", metavar="POLICIES_COMMAND", required=True
+    )
+    _placeholder(policies_sub, "check", "validate policy files and report overlaps", 7)

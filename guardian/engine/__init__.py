@@ -1,0 +1,1 @@
+"""Pure decisions: rule evaluation and planning. Snapshot in, plan out; no I/O."""

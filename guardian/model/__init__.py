@@ -1,0 +1,1 @@
+"""Pure data: alerts, rules, policies, plans. No I/O and no client libraries."""

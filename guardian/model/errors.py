@@ -1,0 +1,48 @@
+"""Exception types. The type says whether retrying can help."""
+
+from __future__ import annotations
+
+
+class GuardianError(Exception):
+    """Base class for every error GPU Guardian raises on purpose."""
+
+
+class ConfigError(GuardianError):
+    """Invalid configuration, rule or policy input. Retrying cannot help; fix the file.
+
+    The message names the file, the line (when known) and the field.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.path = path
+        self.line = line
+        self.field = field
+        self.reason = message
+        where = ""
+        if path is not None:
+            where = path if line is None else f"{path}:{line}"
+        if field:
+            where = f"{where}: {field}" if where else field
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class PermanentError(GuardianError):
+    """An operation failed in a way that retrying will not fix (bad request, forbidden)."""
+
+
+class TransientError(GuardianError):
+    """An operation failed in a way that may succeed later (timeout, 5xx, 429, conflict).
+
+    ``delay`` is a hint in seconds for when to try again; ``None`` means the caller decides.
+    """
+
+    def __init__(self, message: str, *, delay: float | None = None) -> None:
+        super().__init__(message)
+        self.delay = delay

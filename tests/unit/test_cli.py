@@ -1,0 +1,61 @@
+"""Both entry points start, show help, and say honestly what is not built yet."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from exporter.cli import main as exporter_main
+from guardian.cli import main as guardian_main
+
+
+@pytest.mark.parametrize("script", ["guardian", "guardian-exporter"])
+def test_console_scripts_show_help(script: str) -> None:
+    path = shutil.which(script, path=str(__import__("pathlib").Path(sys.executable).parent))
+    assert path is not None, f"{script} is not installed next to {sys.executable}"
+
+    result = subprocess.run([path, "--help"], capture_output=True, text=True, check=False)
+
+    assert result.returncode == 0, result.stderr
+    assert f"usage: {script}" in result.stdout
+
+
+def test_python_dash_m_guardian() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "guardian", "--help"], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0
+    assert "rules" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["demo"], "guardian demo: not implemented yet (tracked in issue #9)"),
+        (["rules", "render"], "guardian rules render: not implemented yet (tracked in issue #6)"),
+        (
+            ["policies", "check"],
+            "guardian policies check: not implemented yet (tracked in issue #7)",
+        ),
+    ],
+)
+def test_placeholders_exit_2_and_print_nothing_on_stdout(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert guardian_main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert message in err
+
+
+def test_exporter_placeholder(capsys: pytest.CaptureFixture[str]) -> None:
+    assert exporter_main(["serve"]) == 2
+    assert "guardian-exporter serve: not implemented yet" in capsys.readouterr().err
+
+
+def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert guardian_main([]) == 2
+    assert "usage: guardian" in capsys.readouterr().out
