@@ -1,0 +1,410 @@
+"""The fake Slack's HTTP side: Web API and incoming webhooks on a loopback port.
+
+It speaks Slack's wire protocol, so the real ``slack_sdk.WebClient`` (with
+``base_url=fake.api_base_url``) and ``slack_sdk.webhook.WebhookClient`` run
+against it unchanged. Pure stdlib: the simulators may not import slack_sdk.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import http
+import json
+import logging
+import secrets
+import socket
+import socketserver
+import struct
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Literal, Self
+
+from guardian.sim.slackapi.blocks import parse_content
+from guardian.sim.slackapi.errors import WEBHOOK_STATUS, ApiError, Throttled
+from guardian.sim.slackapi.faults import WEBHOOK, ChannelPacer, Fault, Faults
+from guardian.sim.slackapi.methods import WebApi
+from guardian.sim.slackapi.workspace import TEAM_ID, Channel, Message, Workspace
+
+logger = logging.getLogger(__name__)
+
+OutageMode = Literal["refuse", "reset", "unavailable"]
+DEFAULT_CHANNELS = (Channel("C0123", "gpu-alerts"),)
+# Methods Slack answers without a token.
+_NO_AUTH = frozenset({"api.test"})
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the fake received and answered it."""
+
+    method: str  # the Web API method, or WEBHOOK
+    http_method: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any] | None  # the parsed arguments or webhook payload
+    raw_body: bytes
+    received_at: float
+    status: int
+    error: str | None  # Slack's error code, None when the call succeeded
+
+
+@dataclass(frozen=True)
+class _Reply:
+    status: int
+    body: bytes
+    content_type: str
+    error: str | None = None
+    retry_after: int | None = None
+
+
+def _json_reply(body: dict[str, Any], status: int = 200) -> _Reply:
+    error = None if body.get("ok") else str(body.get("error"))
+    data = json.dumps(body).encode()
+    return _Reply(status, data, "application/json; charset=utf-8", error)
+
+
+def _text_reply(status: int, text: str, error: str | None = None) -> _Reply:
+    return _Reply(status, text.encode(), "text/plain; charset=utf-8", error)
+
+
+def _fault_reply(fault: Fault, *, webhook: bool) -> _Reply:
+    if fault.status == 429:
+        if webhook:
+            reply = _text_reply(429, "rate_limited", "ratelimited")
+        else:
+            reply = _json_reply({"ok": False, "error": "ratelimited"}, 429)
+        return dataclasses.replace(reply, retry_after=fault.retry_after or 1)
+    # A 5xx comes from Slack's edge, not its API: a short non-JSON page.
+    phrase = http.HTTPStatus(fault.status).phrase
+    return _text_reply(fault.status, f"{fault.status} {phrase}", fault.error)
+
+
+def _parse_body(content_type: str, raw: bytes) -> dict[str, Any]:
+    if content_type.split(";")[0].strip().lower() == "application/json":
+        try:
+            parsed = json.loads(raw.decode("utf-8") or "{}")
+        except (UnicodeDecodeError, ValueError):
+            raise ApiError("invalid_json") from None
+        if not isinstance(parsed, dict):
+            raise ApiError("invalid_json")
+        return parsed
+    pairs = urllib.parse.parse_qsl(raw.decode("utf-8", "replace"), keep_blank_values=True)
+    return dict(pairs)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], fake: FakeSlack) -> None:
+        self.fake = fake
+        super().__init__(address, _Handler)
+
+    def server_bind(self) -> None:
+        # HTTPServer.server_bind does a reverse DNS lookup; loopback needs none.
+        socketserver.TCPServer.server_bind(self)
+        host, port = self.server_address[:2]
+        self.server_name, self.server_port = str(host), int(port)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    timeout = 10  # a client that connects and sends nothing cannot hold a thread
+    server_version = "FakeSlack"
+
+    def handle(self) -> None:
+        if self.server.fake.outage == "reset":
+            # Linger 0 makes close() send RST: the client sees "connection reset".
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            return
+        super().handle()
+
+    def do_POST(self) -> None:
+        self.server.fake._serve(self)
+
+    do_GET = do_POST
+
+    def log_message(self, format: str, *args: Any) -> None:
+        # Never the headers: they carry the token.
+        logger.debug("fake slack: " + format, *args)  # noqa: G003
+
+
+class FakeSlack:
+    """A running fake Slack workspace. Create it with :meth:`start`."""
+
+    def __init__(
+        self,
+        *,
+        tokens: Iterable[str] = ("xoxb-test",),
+        channels: Iterable[Channel] = DEFAULT_CHANNELS,
+        clock: Callable[[], float] = time.time,
+        channel_rate: float | None = None,
+        channel_burst: int = 1,
+    ) -> None:
+        self.tokens = frozenset(tokens)
+        self.clock = clock
+        self.workspace = Workspace(channels, clock)
+        self.pacer = (
+            ChannelPacer(channel_rate, channel_burst, clock) if channel_rate is not None else None
+        )
+        self.faults = Faults()
+        self.api = WebApi(self.workspace, base_url=lambda: self.url, pacer=self.pacer)
+        self.outage: OutageMode | None = None
+        self._hooks: dict[str, str] = {}  # path -> channel ID
+        self._log: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self._address: tuple[str, int] | None = None
+
+    # -------------------------------------------------------------- lifecycle
+    @classmethod
+    def start(
+        cls,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        tokens: Iterable[str] = ("xoxb-test",),
+        channels: Iterable[Channel] = DEFAULT_CHANNELS,
+        clock: Callable[[], float] = time.time,
+        channel_rate: float | None = None,
+        channel_burst: int = 1,
+    ) -> FakeSlack:
+        """Start serving on ``host:port`` (0: a free port) and return the handle."""
+        fake = cls(
+            tokens=tokens,
+            channels=channels,
+            clock=clock,
+            channel_rate=channel_rate,
+            channel_burst=channel_burst,
+        )
+        fake._listen(host, port)
+        return fake
+
+    def _listen(self, host: str, port: int) -> None:
+        server = _Server((host, port), self)
+        self._address = (server.server_name, server.server_port)
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"fake-slack-{server.server_port}",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def _close(self) -> None:
+        server, thread = self._server, self._thread
+        self._server = self._thread = None
+        if server is not None:
+            server.shutdown()
+            server.server_close()  # also joins the request threads
+        if thread is not None:
+            thread.join()
+
+    def stop(self) -> None:
+        """Stop serving and close every socket. Safe to call twice."""
+        self._close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        if self._address is None:
+            raise RuntimeError("the fake Slack was never started; use FakeSlack.start()")
+        host, port = self._address
+        return f"http://{host}:{port}"
+
+    @property
+    def api_base_url(self) -> str:
+        """Pass as ``WebClient(base_url=...)``."""
+        return f"{self.url}/api/"
+
+    # -------------------------------------------------------------- outages
+    def down(self, mode: OutageMode = "refuse") -> None:
+        """Simulate an outage: ``refuse`` connections (the port closes), ``reset``
+        them after accepting, or answer every call HTTP 503 (``unavailable``)."""
+        self.outage = mode
+        if mode == "refuse":
+            self._close()
+
+    def up(self) -> None:
+        """End an outage; a refused port is bound again at the same address."""
+        was, self.outage = self.outage, None
+        if was == "refuse" and self._server is None and self._address is not None:
+            self._listen(*self._address)
+
+    # -------------------------------------------------------------- faults
+    def rate_limit(self, method: str, count: int = 1, retry_after: int = 1) -> None:
+        """The next ``count`` calls of ``method`` (or WEBHOOK, or ANY) get 429 + Retry-After."""
+        self.faults.add(method, Fault(429, retry_after), count)
+
+    def fail(self, method: str, status: int = 503, count: int = 1) -> None:
+        """The next ``count`` calls of ``method`` (or WEBHOOK, or ANY) get HTTP ``status``."""
+        if not 500 <= status <= 599:
+            raise ValueError(f"fail() injects 5xx answers, got {status}")
+        self.faults.add(method, Fault(status), count)
+
+    def delete_message(self, channel: str, ts: str) -> None:
+        """Delete a message as a user would; a later chat.update gets message_not_found."""
+        self.workspace.delete(self.workspace.channel(channel), ts, via_api=False)
+
+    def add_channel(self, channel: Channel) -> None:
+        self.workspace.add_channel(channel)
+
+    # -------------------------------------------------------------- webhooks
+    def webhook_url(self, channel: str) -> str:
+        """A new incoming-webhook URL that posts into ``channel``."""
+        try:
+            target = self.workspace.channel(channel)
+        except ApiError:
+            raise LookupError(f"no channel {channel!r} in the fake Slack workspace") from None
+        path = f"/services/{TEAM_ID}/B{len(self._hooks) + 1:08d}/{secrets.token_urlsafe(18)}"
+        with self._lock:
+            self._hooks[path] = target.id
+        return f"{self.url}{path}"
+
+    def revoke_webhook(self, url: str) -> None:
+        """Later posts to ``url`` get 404 ``no_service``."""
+        with self._lock:
+            self._hooks.pop(urllib.parse.urlsplit(url).path, None)
+
+    # -------------------------------------------------------------- assertions
+    def messages(self, channel: str, *, include_deleted: bool = False) -> list[Message]:
+        """Parents oldest first, each with ``replies`` (oldest first) and ``edits``."""
+        return self.workspace.conversation(
+            self.workspace.channel(channel), include_deleted=include_deleted
+        )
+
+    def orphan_replies(self, channel: str) -> list[Message]:
+        """Replies posted with a ``thread_ts`` no message has: Slack shows them nowhere."""
+        return self.workspace.orphans(self.workspace.channel(channel))
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._log)
+
+    def requests_for(self, method: str) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.method == method]
+
+    # -------------------------------------------------------------- serving
+    def _serve(self, handler: _Handler) -> None:
+        received_at = self.clock()
+        length = int(handler.headers.get("Content-Length") or 0)
+        raw = handler.rfile.read(length) if length > 0 else b""
+        split = urllib.parse.urlsplit(handler.path)
+        webhook = split.path.startswith("/services/")
+        method = WEBHOOK if webhook else split.path.removeprefix("/api/")
+        body: dict[str, Any] | None = None
+        if self.outage == "unavailable":
+            reply = _text_reply(503, "503 Service Unavailable", "server_error")
+        elif webhook:
+            body, reply = self._webhook(split.path, handler.headers.get("Content-Type", ""), raw)
+        elif split.path.startswith("/api/"):
+            body, reply = self._web_api(method, split.query, handler, raw)
+        else:
+            reply = _text_reply(404, "404 Not Found", "not_found")
+        with self._lock:
+            self._log.append(
+                RecordedRequest(
+                    method=method,
+                    http_method=handler.command,
+                    path=split.path,
+                    headers=dict(handler.headers.items()),
+                    body=body,
+                    raw_body=raw,
+                    received_at=received_at,
+                    status=reply.status,
+                    error=reply.error,
+                )
+            )
+        handler.send_response(reply.status)
+        handler.send_header("Content-Type", reply.content_type)
+        handler.send_header("Content-Length", str(len(reply.body)))
+        if reply.retry_after is not None:
+            handler.send_header("Retry-After", str(reply.retry_after))
+        handler.end_headers()
+        handler.wfile.write(reply.body)
+
+    def _web_api(
+        self, method: str, query: str, handler: _Handler, raw: bytes
+    ) -> tuple[dict[str, Any] | None, _Reply]:
+        content_type = handler.headers.get("Content-Type", "")
+        args: dict[str, Any] = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
+        try:
+            args.update(_parse_body(content_type, raw))
+        except ApiError as error:
+            return None, _json_reply(error.body(), error.status)
+        fault = self.faults.take(method)
+        if fault is not None:
+            return args, _fault_reply(fault, webhook=False)
+        try:
+            if method not in _NO_AUTH:
+                self._authenticate(handler.headers.get("Authorization"), args, content_type)
+            return args, _json_reply(self.api.call(method, args))
+        except ApiError as error:
+            return args, _json_reply(error.body(), error.status)
+        except Throttled as throttled:
+            return args, _fault_reply(Fault(429, throttled.retry_after), webhook=False)
+
+    def _authenticate(self, authorization: str | None, args: dict[str, Any], ctype: str) -> None:
+        token = None
+        if authorization and authorization.startswith("Bearer "):
+            token = authorization.removeprefix("Bearer ").strip()
+        elif not ctype.startswith("application/json"):
+            # A form body may carry the token; a JSON body may not (Slack ignores it).
+            token = args.get("token")
+        if not token:
+            raise ApiError("not_authed")
+        if token not in self.tokens:
+            raise ApiError("invalid_auth")
+
+    def _webhook(
+        self, path: str, content_type: str, raw: bytes
+    ) -> tuple[dict[str, Any] | None, _Reply]:
+        with self._lock:
+            channel_id = self._hooks.get(path)
+        if channel_id is None:
+            return None, _text_reply(404, "no_service", "no_service")
+        fault = self.faults.take(WEBHOOK)
+        if fault is not None:
+            return None, _fault_reply(fault, webhook=True)
+        try:
+            payload = self._webhook_payload(content_type, raw)
+        except ApiError:
+            return None, _text_reply(400, "invalid_payload", "invalid_payload")
+        try:
+            channel = self.workspace.channel(channel_id)
+            content = parse_content(payload)
+            self.api.pace(channel)
+            self.workspace.post(channel, content, via="webhook", thread_ts=payload.get("thread_ts"))
+        except ApiError as error:
+            status = WEBHOOK_STATUS.get(error.error, 400)
+            return payload, _text_reply(status, error.error, error.error)
+        except Throttled as throttled:
+            return payload, _fault_reply(Fault(429, throttled.retry_after), webhook=True)
+        return payload, _Reply(200, b"ok", "text/html", None)
+
+    @staticmethod
+    def _webhook_payload(content_type: str, raw: bytes) -> dict[str, Any]:
+        if content_type.split(";")[0].strip().lower() == "application/json":
+            return _parse_body(content_type, raw)
+        # A form post carries the JSON in a `payload` field.
+        form = _parse_body(content_type, raw)
+        if "payload" not in form:
+            raise ApiError("invalid_payload")
+        return _parse_body("application/json", str(form["payload"]).encode())
