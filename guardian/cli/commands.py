@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from guardian.cli import dcgm_cmd
 from guardian.cli._common import placeholder
 
 SubParsers = argparse._SubParsersAction
@@ -16,9 +17,7 @@ def register_all(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     _register_policies(subparsers)
     _placeholder(subparsers, "restore", "restore a reclaimed workload: NAMESPACE/KIND/NAME", 7)
     _placeholder(subparsers, "status", "list active alerts, pending ladder steps and reclaims", 7)
-    _placeholder(
-        subparsers, "dcgm-config", "generate dcgm-exporter and Prometheus configuration", 4
-    )
+    dcgm_cmd.register(subparsers)
     _placeholder(subparsers, "demo", "run the whole loop on a simulated fleet", 9)
 
 
