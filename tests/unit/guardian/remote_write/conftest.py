@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -29,7 +32,7 @@ class Received:
 class Receiver:
     """Answers each POST with the next scripted :class:`Answer` (204 once they run out)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.answers: list[Answer] = []
         self.requests: list[Received] = []
         self._lock = threading.Lock()
@@ -55,12 +58,15 @@ class Receiver:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/api/v1/write"
+        scheme = "http"
+        if tls is not None:
+            # A failed handshake surfaces in accept() as an OSError, which the server ignores.
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}/api/v1/write"
 
 
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    recv = Receiver()
+def _serve(recv: Receiver) -> Iterator[Receiver]:
     thread = threading.Thread(target=recv.server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
@@ -69,3 +75,57 @@ def receiver() -> Iterator[Receiver]:
         recv.server.shutdown()
         recv.server.server_close()
         thread.join(timeout=5)
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    yield from _serve(Receiver())
+
+
+@dataclass(frozen=True)
+class Pki:
+    ca: Path
+    server_cert: Path
+    server_key: Path
+    client_cert: Path
+    client_key: Path
+
+
+def _openssl(command: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *command.split()], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    """A throwaway CA with a server certificate for 127.0.0.1 and a client certificate."""
+    root = tmp_path_factory.mktemp("pki")
+    key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+    _openssl(f"req -x509 {key} -keyout ca.key -out ca.pem -days 2 -subj /CN=test-ca", root)
+    for name, extension in (
+        ("server", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth"),
+        ("client", "extendedKeyUsage=clientAuth"),
+    ):
+        (root / f"{name}.ext").write_text(extension + "\n")
+        _openssl(f"req {key} -keyout {name}.key -out {name}.csr -subj /CN={name}", root)
+        _openssl(
+            f"x509 -req -in {name}.csr -CA ca.pem -CAkey ca.key -CAcreateserial"
+            f" -out {name}.pem -days 2 -extfile {name}.ext",
+            root,
+        )
+    return Pki(
+        ca=root / "ca.pem",
+        server_cert=root / "server.pem",
+        server_key=root / "server.key",
+        client_cert=root / "client.pem",
+        client_key=root / "client.key",
+    )
+
+
+@pytest.fixture
+def tls_receiver(pki: Pki) -> Iterator[Receiver]:
+    """A receiver on https that requires a client certificate signed by the test CA."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pki.server_cert, pki.server_key)
+    context.load_verify_locations(pki.ca)
+    context.verify_mode = ssl.CERT_REQUIRED
+    yield from _serve(Receiver(context))

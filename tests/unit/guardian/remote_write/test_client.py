@@ -22,7 +22,7 @@ from guardian.adapters.remote_write import (
 )
 from guardian.model.errors import ConfigError, PermanentError, TransientError
 from guardian.model.series import STALE_NAN, TimeSeries, is_stale_marker
-from tests.unit.guardian.remote_write.conftest import Answer, Receiver
+from tests.unit.guardian.remote_write.conftest import Answer, Pki, Receiver
 
 SERIES = [
     TimeSeries(
@@ -267,3 +267,32 @@ def test_bad_settings_are_config_errors_naming_the_field(
     with pytest.raises(ConfigError) as info:
         RemoteWriteClient(**arguments)  # type: ignore[arg-type]
     assert info.value.field == field
+
+
+def test_https_with_a_private_ca_and_a_client_certificate(tls_receiver: Receiver, pki: Pki) -> None:
+    client = RemoteWriteClient(
+        tls_receiver.url,
+        timeout=5,
+        ca_file=pki.ca,
+        cert_file=pki.client_cert,
+        key_file=pki.client_key,
+    )
+
+    client.write(SERIES)
+
+    assert [len(decode_write_request(r.body)) for r in tls_receiver.requests] == [2]
+
+
+def test_https_without_the_ca_or_without_a_client_certificate_fails(
+    tls_receiver: Receiver, pki: Pki
+) -> None:
+    unknown_ca = RemoteWriteClient(
+        tls_receiver.url, timeout=5, cert_file=pki.client_cert, key_file=pki.client_key
+    )
+    no_client_cert = RemoteWriteClient(tls_receiver.url, timeout=5, ca_file=pki.ca)
+
+    with pytest.raises(TransientError, match="CERTIFICATE_VERIFY_FAILED"):
+        unknown_ca.write(SERIES)
+    with pytest.raises(TransientError):
+        no_client_cert.write(SERIES)
+    assert tls_receiver.requests == []
