@@ -7,11 +7,7 @@ against it unchanged. Pure stdlib: the simulators may not import slack_sdk.
 
 from __future__ import annotations
 
-import dataclasses
-import http
-import json
 import logging
-import secrets
 import socket
 import socketserver
 import struct
@@ -24,11 +20,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal, Self
 
-from guardian.sim.slackapi.blocks import parse_content
-from guardian.sim.slackapi.errors import WEBHOOK_STATUS, ApiError, Throttled
+from guardian.sim.slackapi.errors import ApiError, Throttled
 from guardian.sim.slackapi.faults import WEBHOOK, ChannelPacer, Fault, Faults
 from guardian.sim.slackapi.methods import WebApi
-from guardian.sim.slackapi.workspace import TEAM_ID, Channel, Message, Workspace
+from guardian.sim.slackapi.webhooks import Webhooks
+from guardian.sim.slackapi.wire import Reply, fault_reply, json_reply, parse_body, text_reply
+from guardian.sim.slackapi.workspace import Channel, Message, Workspace
 
 logger = logging.getLogger(__name__)
 
@@ -51,50 +48,6 @@ class RecordedRequest:
     received_at: float
     status: int
     error: str | None  # Slack's error code, None when the call succeeded
-
-
-@dataclass(frozen=True)
-class _Reply:
-    status: int
-    body: bytes
-    content_type: str
-    error: str | None = None
-    retry_after: int | None = None
-
-
-def _json_reply(body: dict[str, Any], status: int = 200) -> _Reply:
-    error = None if body.get("ok") else str(body.get("error"))
-    data = json.dumps(body).encode()
-    return _Reply(status, data, "application/json; charset=utf-8", error)
-
-
-def _text_reply(status: int, text: str, error: str | None = None) -> _Reply:
-    return _Reply(status, text.encode(), "text/plain; charset=utf-8", error)
-
-
-def _fault_reply(fault: Fault, *, webhook: bool) -> _Reply:
-    if fault.status == 429:
-        if webhook:
-            reply = _text_reply(429, "rate_limited", "ratelimited")
-        else:
-            reply = _json_reply({"ok": False, "error": "ratelimited"}, 429)
-        return dataclasses.replace(reply, retry_after=fault.retry_after or 1)
-    # A 5xx comes from Slack's edge, not its API: a short non-JSON page.
-    phrase = http.HTTPStatus(fault.status).phrase
-    return _text_reply(fault.status, f"{fault.status} {phrase}", fault.error)
-
-
-def _parse_body(content_type: str, raw: bytes) -> dict[str, Any]:
-    if content_type.split(";")[0].strip().lower() == "application/json":
-        try:
-            parsed = json.loads(raw.decode("utf-8") or "{}")
-        except (UnicodeDecodeError, ValueError):
-            raise ApiError("invalid_json") from None
-        if not isinstance(parsed, dict):
-            raise ApiError("invalid_json")
-        return parsed
-    pairs = urllib.parse.parse_qsl(raw.decode("utf-8", "replace"), keep_blank_values=True)
-    return dict(pairs)
 
 
 class _Server(ThreadingHTTPServer):
@@ -154,7 +107,7 @@ class FakeSlack:
         self.faults = Faults()
         self.api = WebApi(self.workspace, base_url=lambda: self.url, pacer=self.pacer)
         self.outage: OutageMode | None = None
-        self._hooks: dict[str, str] = {}  # path -> channel ID
+        self.webhooks = Webhooks(self.api, self.faults)
         self._log: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._server: _Server | None = None
@@ -272,15 +225,11 @@ class FakeSlack:
             target = self.workspace.channel(channel)
         except ApiError:
             raise LookupError(f"no channel {channel!r} in the fake Slack workspace") from None
-        path = f"/services/{TEAM_ID}/B{len(self._hooks) + 1:08d}/{secrets.token_urlsafe(18)}"
-        with self._lock:
-            self._hooks[path] = target.id
-        return f"{self.url}{path}"
+        return f"{self.url}{self.webhooks.register(target.id)}"
 
     def revoke_webhook(self, url: str) -> None:
         """Later posts to ``url`` get 404 ``no_service``."""
-        with self._lock:
-            self._hooks.pop(urllib.parse.urlsplit(url).path, None)
+        self.webhooks.revoke(urllib.parse.urlsplit(url).path)
 
     # -------------------------------------------------------------- assertions
     def messages(self, channel: str, *, include_deleted: bool = False) -> list[Message]:
@@ -311,13 +260,14 @@ class FakeSlack:
         method = WEBHOOK if webhook else split.path.removeprefix("/api/")
         body: dict[str, Any] | None = None
         if self.outage == "unavailable":
-            reply = _text_reply(503, "503 Service Unavailable", "server_error")
+            reply = text_reply(503, "503 Service Unavailable", "server_error")
         elif webhook:
-            body, reply = self._webhook(split.path, handler.headers.get("Content-Type", ""), raw)
+            content_type = handler.headers.get("Content-Type", "")
+            body, reply = self.webhooks.handle(split.path, content_type, raw)
         elif split.path.startswith("/api/"):
             body, reply = self._web_api(method, split.query, handler, raw)
         else:
-            reply = _text_reply(404, "404 Not Found", "not_found")
+            reply = text_reply(404, "404 Not Found", "not_found")
         with self._lock:
             self._log.append(
                 RecordedRequest(
@@ -342,24 +292,24 @@ class FakeSlack:
 
     def _web_api(
         self, method: str, query: str, handler: _Handler, raw: bytes
-    ) -> tuple[dict[str, Any] | None, _Reply]:
+    ) -> tuple[dict[str, Any] | None, Reply]:
         content_type = handler.headers.get("Content-Type", "")
         args: dict[str, Any] = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
         try:
-            args.update(_parse_body(content_type, raw))
+            args.update(parse_body(content_type, raw))
         except ApiError as error:
-            return None, _json_reply(error.body(), error.status)
+            return None, json_reply(error.body(), error.status)
         fault = self.faults.take(method)
         if fault is not None:
-            return args, _fault_reply(fault, webhook=False)
+            return args, fault_reply(fault, webhook=False)
         try:
             if method not in _NO_AUTH:
                 self._authenticate(handler.headers.get("Authorization"), args, content_type)
-            return args, _json_reply(self.api.call(method, args))
+            return args, json_reply(self.api.call(method, args))
         except ApiError as error:
-            return args, _json_reply(error.body(), error.status)
+            return args, json_reply(error.body(), error.status)
         except Throttled as throttled:
-            return args, _fault_reply(Fault(429, throttled.retry_after), webhook=False)
+            return args, fault_reply(Fault(429, throttled.retry_after), webhook=False)
 
     def _authenticate(self, authorization: str | None, args: dict[str, Any], ctype: str) -> None:
         token = None
@@ -372,39 +322,3 @@ class FakeSlack:
             raise ApiError("not_authed")
         if token not in self.tokens:
             raise ApiError("invalid_auth")
-
-    def _webhook(
-        self, path: str, content_type: str, raw: bytes
-    ) -> tuple[dict[str, Any] | None, _Reply]:
-        with self._lock:
-            channel_id = self._hooks.get(path)
-        if channel_id is None:
-            return None, _text_reply(404, "no_service", "no_service")
-        fault = self.faults.take(WEBHOOK)
-        if fault is not None:
-            return None, _fault_reply(fault, webhook=True)
-        try:
-            payload = self._webhook_payload(content_type, raw)
-        except ApiError:
-            return None, _text_reply(400, "invalid_payload", "invalid_payload")
-        try:
-            channel = self.workspace.channel(channel_id)
-            content = parse_content(payload)
-            self.api.pace(channel)
-            self.workspace.post(channel, content, via="webhook", thread_ts=payload.get("thread_ts"))
-        except ApiError as error:
-            status = WEBHOOK_STATUS.get(error.error, 400)
-            return payload, _text_reply(status, error.error, error.error)
-        except Throttled as throttled:
-            return payload, _fault_reply(Fault(429, throttled.retry_after), webhook=True)
-        return payload, _Reply(200, b"ok", "text/html", None)
-
-    @staticmethod
-    def _webhook_payload(content_type: str, raw: bytes) -> dict[str, Any]:
-        if content_type.split(";")[0].strip().lower() == "application/json":
-            return _parse_body(content_type, raw)
-        # A form post carries the JSON in a `payload` field.
-        form = _parse_body(content_type, raw)
-        if "payload" not in form:
-            raise ApiError("invalid_payload")
-        return _parse_body("application/json", str(form["payload"]).encode())
