@@ -3,13 +3,43 @@
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import signal
+import socket
 import sys
+import threading
 from collections.abc import Sequence
 from importlib import metadata
+from pathlib import Path
+from typing import Any
 
+from exporter.app.attribute import attribute
+from exporter.app.serve import serve
+from exporter.app.settings import SOURCES, settings_from
+from exporter.model.errors import ConfigError
 from guardian.app.logs import LOG_FORMATS, configure_logging
 
 EXIT_USAGE = 2
+EXIT_CONFIG = 2
+
+_SERVE_FLAGS: tuple[tuple[str, type, str], ...] = (
+    ("backend", str, "GPU backend: nvml or simulated (default: nvml)"),
+    ("scenario", Path, "scenario YAML for the simulated backend"),
+    ("listen_address", str, "address to listen on (default: 0.0.0.0; [::] style for IPv6)"),
+    ("port", int, "port to listen on (default: 9400; 0 picks a free one)"),
+    ("interval", float, "seconds between collections (default: 5)"),
+    ("collect_timeout", float, "seconds before serving stale data (default: the interval)"),
+    ("proc_root", Path, "the host's /proc (default: /proc, or the scenario's for simulated)"),
+    ("node_name", str, "the Kubernetes node name (default: $NODE_NAME, else the hostname)"),
+    ("vgpu_config", Path, "vGPU ratio file: default, per-model and per-UUID ratios"),
+    ("vgpu_ratio", float, "global vGPU ratio when there is no file (default: 1)"),
+    ("tls_cert_file", Path, "serve HTTPS with this certificate (needs --tls-key-file)"),
+    ("tls_key_file", Path, "the certificate's private key"),
+    ("basic_auth_users_file", Path, "YAML file of basic_auth_users: {user: bcrypt hash}"),
+    ("max_requests", int, "concurrent /metrics requests before answering 503 (default: 10)"),
+    ("nvml_backoff_max", float, "longest wait between NVML re-initialisations (default: 60)"),
+)  # fmt: skip
 
 
 def _version() -> str:
@@ -33,13 +63,54 @@ def build_parser() -> argparse.ArgumentParser:
         help="log format (default: %(default)s)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, help_text in (
-        ("serve", "collect GPU metrics and serve them on /metrics"),
-        ("attribute", "print the PID to pod attribution of a /proc tree as JSON (debugging)"),
-    ):
-        cmd = sub.add_parser(name, help=help_text, description=help_text)
-        cmd.set_defaults(handler=cmd.prog)
+    serve_cmd = sub.add_parser(
+        "serve",
+        help="collect GPU metrics and serve them on /metrics",
+        description="Collect GPU metrics and serve them on /metrics. Every flag can also be "
+        "set through the environment variable named after it.",
+    )
+    for name, kind, help_text in _SERVE_FLAGS:
+        flag, var = SOURCES[name]
+        serve_cmd.add_argument(
+            flag, dest=name, type=kind, default=None, help=f"{help_text} [{var}]"
+        )
+    attr_cmd = sub.add_parser(
+        "attribute",
+        help="print the PID to pod attribution of a /proc tree as JSON (debugging)",
+        description="Print one JSON list: {pid, pod_uid, container_id} per numeric directory.",
+    )
+    attr_cmd.add_argument("--proc-root", type=Path, default=Path("/proc"), help="(default: /proc)")
+    attr_cmd.add_argument("--pid", type=int, default=None, help="only this PID")
     return parser
+
+
+def _serve(args: argparse.Namespace) -> int:
+    flags: dict[str, Any] = {name: getattr(args, name) for name, _, _ in _SERVE_FLAGS}
+    try:
+        settings = settings_from(flags, os.environ, socket.gethostname())
+        stop = threading.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: stop.set())
+        return serve(settings, stop)
+    except ConfigError as exc:
+        print(f"guardian-exporter: configuration error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except OSError as exc:  # e.g. the port is taken, or the TLS files cannot be read
+        print(f"guardian-exporter: {exc}", file=sys.stderr)
+        return 1
+
+
+def _attribute(args: argparse.Namespace) -> int:
+    if not args.proc_root.is_dir():
+        print(f"guardian-exporter: {args.proc_root} is not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        result = attribute(args.proc_root, args.pid)
+    except OSError as exc:
+        print(f"guardian-exporter: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(result))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -49,5 +120,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     configure_logging(args.log_level, args.log_format)
-    print(f"{args.handler}: not implemented yet (tracked in issue #3)", file=sys.stderr)
-    return EXIT_USAGE
+    if args.command == "serve":
+        return _serve(args)
+    return _attribute(args)

@@ -1,0 +1,41 @@
+"""Reads a (host) /proc tree. The root is configurable: in a pod it is the host's /proc."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+# Linux pid_max is at most 2^22; anything outside (0, 2^22] is a scrambled NVML struct.
+PID_MAX = 1 << 22
+
+
+def valid_pid(pid: int) -> bool:
+    return 0 < pid <= PID_MAX
+
+
+class ProcReader:
+    def __init__(self, proc_root: Path) -> None:
+        self.proc_root = proc_root
+
+    def read_cgroup(self, pid: int) -> str | None:
+        """The process's cgroup file, or None if it has gone or cannot be read."""
+        if not valid_pid(pid):
+            return None
+        try:
+            return (self.proc_root / str(pid) / "cgroup").read_text()
+        except FileNotFoundError:
+            return None  # the process exited between the NVML call and now
+        except OSError as exc:
+            logger.debug("cannot read cgroup of pid %s: %s", pid, exc)
+            return None
+
+    def pids(self) -> list[int]:
+        """Every numeric directory under the root, sorted."""
+        try:
+            names = os.listdir(self.proc_root)
+        except OSError as exc:
+            raise OSError(f"cannot list {self.proc_root}: {exc.strerror}") from exc
+        return sorted(int(n) for n in names if n.isdigit() and (self.proc_root / n).is_dir())

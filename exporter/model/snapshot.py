@@ -1,0 +1,81 @@
+"""The immutable snapshot that one collection cycle produces and every scrape renders."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from exporter.model.readings import MigState
+
+STAGES = ("nvml", "attribution", "render")
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSeries:
+    """Values for one physical GPU or MIG device. None means "omit the series"."""
+
+    index: str
+    uuid: str
+    model: str
+    mig: MigState
+    memory_used_bytes: int | None
+    memory_total_bytes: int | None
+    utilization_ratio: float | None
+    busy_seconds_total: float | None
+    temperature_celsius: float | None
+    power_watts: float | None
+    energy_joules_total: float | None
+    unattributed_memory_used_bytes: int | None
+    unattributed_processes: int
+
+
+@dataclass(frozen=True, slots=True)
+class PodGpuSeries:
+    """One pod's container on one GPU (or MIG device)."""
+
+    gpu: str
+    uuid: str
+    pod_uid: str
+    container: str
+    memory_used_bytes: int | None
+    sm_utilization_ratio: float | None
+    processes: int
+    last_active_timestamp_seconds: float | None
+    vgpu_memory_allocated_bytes: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorCount:
+    op: str
+    kind: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExporterHealth:
+    nvml_up: bool
+    last_success_timestamp_seconds: float | None
+    stage_seconds: tuple[tuple[str, float], ...]
+    errors: tuple[ErrorCount, ...]
+    # True when the last collection did not finish in time and this is the previous good data.
+    stale: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    node: str
+    driver_version: str
+    taken_at: float
+    gpus: tuple[GpuSeries, ...]
+    pods: tuple[PodGpuSeries, ...]
+    health: ExporterHealth
+
+    def with_health(self, health: ExporterHealth) -> Snapshot:
+        return dataclasses.replace(self, health=health)
+
+
+def empty_snapshot(node: str, health: ExporterHealth, taken_at: float) -> Snapshot:
+    """What is served while NVML is down: health series only, no GPU series."""
+    return Snapshot(
+        node=node, driver_version="", taken_at=taken_at, gpus=(), pods=(), health=health
+    )

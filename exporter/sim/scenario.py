@@ -1,0 +1,217 @@
+"""The scenario file: simulated GPUs, processes over time and injected faults.
+
+A scenario is YAML, validated at load with unknown keys rejected; errors name the file, the
+line and the field. Times are seconds since the scenario started. See docs/exporter.md.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from exporter.model.errors import ConfigError
+from exporter.model.readings import ProcessKind
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB|TiB|KB|MB|GB|TB)?\s*$")
+_UNITS = {
+    None: 1,
+    "B": 1,
+    "KiB": 1 << 10,
+    "MiB": 1 << 20,
+    "GiB": 1 << 30,
+    "TiB": 1 << 40,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+}
+
+
+def _bytes(value: Any) -> Any:
+    """Accept 85899345920, "80GiB" or "512 MiB"."""
+    if isinstance(value, str):
+        match = _SIZE.match(value)
+        if match is None:
+            raise ValueError(f"not a size: {value!r} (use bytes or e.g. '80GiB')")
+        return int(float(match.group(1)) * _UNITS[match.group(2)])
+    return value
+
+
+Bytes = Annotated[int, BeforeValidator(_bytes), Field(ge=0)]
+Seconds = Annotated[float, Field(ge=0)]
+
+
+class Field_(StrEnum):
+    """Device fields a simulated GPU can report as NotSupported."""
+
+    MEMORY = "memory"
+    UTILIZATION = "utilization"
+    TEMPERATURE = "temperature"
+    POWER = "power"
+    ENERGY = "energy"
+    SAMPLES = "samples"
+    PROCESS_UTILIZATION = "process_utilization"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MigDevice(_Strict):
+    uuid: str = Field(pattern=r"^MIG-")
+    profile: str = "1g.10gb"
+    memory_total: Bytes
+
+
+class Gpu(_Strict):
+    uuid: str = Field(pattern=r"^GPU-")
+    model: str = "NVIDIA A100-SXM4-80GB"
+    memory_total: Bytes = 85899345920
+    # Memory the driver and contexts use beyond what the processes report.
+    memory_overhead: Bytes = 0
+    temperature_celsius: float = 35.0
+    idle_power_watts: float = 60.0
+    max_power_watts: float = 400.0
+    unsupported: tuple[Field_, ...] = ()
+    mig_devices: tuple[MigDevice, ...] = ()
+
+
+class UtilStep(_Strict):
+    at: Seconds
+    percent: float
+
+
+class Process(_Strict):
+    pid: int = Field(gt=0)
+    gpu: str  # a GPU or MIG device UUID
+    kind: ProcessKind = ProcessKind.COMPUTE
+    memory: Bytes | None = None  # null: NVML reports "not available"
+    # A constant percent, or steps: [{at: 0, percent: 80}, {at: 60, percent: 0}].
+    sm_percent: float | tuple[UtilStep, ...] = 0.0
+    start: Seconds = 0.0
+    end: Seconds | None = None
+    pod_uid: str | None = None
+    container_id: str | None = None
+    qos: Literal["guaranteed", "burstable", "besteffort"] = "burstable"
+
+    def alive_at(self, t: float) -> bool:
+        return self.start <= t and (self.end is None or t < self.end)
+
+    def sm_at(self, t: float) -> float:
+        if isinstance(self.sm_percent, float | int):
+            return float(self.sm_percent)
+        value = 0.0
+        for step in self.sm_percent:
+            if step.at <= t:
+                value = step.percent
+        return value
+
+
+class FaultKind(StrEnum):
+    NVML_INIT_FAILURE = "nvml_init_failure"
+    GPU_LOST = "gpu_lost"
+    HUNG_CALL = "hung_call"
+
+
+class Fault(_Strict):
+    kind: FaultKind
+    start: Seconds = 0.0
+    end: Seconds | None = None
+    gpu: str | None = None  # gpu_lost: which GPU (any GPU if omitted)
+    hang_seconds: Annotated[float, Field(gt=0)] = 30.0  # hung_call: how long a read blocks
+
+    def active_at(self, t: float) -> bool:
+        return self.start <= t and (self.end is None or t < self.end)
+
+
+class Node(_Strict):
+    cgroup_driver: Literal["systemd", "cgroupfs"] = "systemd"
+    cgroup_version: Literal[1, 2] = 2
+    runtime: Literal["containerd", "crio", "docker"] = "containerd"
+
+
+class Scenario(_Strict):
+    version: Literal[1] = 1
+    driver_version: str = "550.54.15"
+    # How often the simulated driver takes a utilization sample.
+    sample_period_seconds: Annotated[float, Field(gt=0)] = 1.0
+    node: Node = Node()
+    gpus: tuple[Gpu, ...]
+    processes: tuple[Process, ...] = ()
+    faults: tuple[Fault, ...] = ()
+
+    @model_validator(mode="after")
+    def _check_references(self) -> Scenario:
+        devices = {g.uuid for g in self.gpus} | {m.uuid for g in self.gpus for m in g.mig_devices}
+        if len(devices) != len(self.gpus) + sum(len(g.mig_devices) for g in self.gpus):
+            raise ValueError("GPU and MIG device UUIDs must be unique")
+        for i, proc in enumerate(self.processes):
+            if proc.gpu not in devices:
+                raise ValueError(f"processes[{i}].gpu: unknown device {proc.gpu!r}")
+            if proc.end is not None and proc.end <= proc.start:
+                raise ValueError(f"processes[{i}].end: must be after start")
+        for i, fault in enumerate(self.faults):
+            if fault.gpu is not None and fault.gpu not in devices:
+                raise ValueError(f"faults[{i}].gpu: unknown device {fault.gpu!r}")
+        return self
+
+
+def _line_of(text: str, loc: tuple[int | str, ...]) -> int | None:
+    """Best-effort source line of a validation error location in the YAML text."""
+    try:
+        node: Any = yaml.compose(text)
+    except yaml.YAMLError:
+        return None
+    line: int | None = None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if key.value == part:
+                    line, node = key.start_mark.line + 1, value
+                    break
+            else:
+                break
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                break
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ConfigError(
+            f"not valid YAML: {exc}", path=source, line=None if mark is None else mark.line + 1
+        ) from exc
+    if not isinstance(data, dict):
+        raise ConfigError("a scenario must be a YAML mapping", path=source)
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(p for p in err["loc"] if isinstance(p, int | str))
+        raise ConfigError(
+            err["msg"],
+            path=source,
+            line=_line_of(text, loc),
+            field=".".join(str(p) for p in loc) or None,
+        ) from exc
+
+
+def load_scenario(path: Path) -> Scenario:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read scenario: {exc.strerror}", path=str(path)) from exc
+    return parse_scenario(text, str(path))
