@@ -438,7 +438,11 @@ class Store:
                 continue
             if propagation == "Orphan":
                 new = copy.deepcopy(obj)
-                new["metadata"]["ownerReferences"] = [r for r in refs if r.get("uid") != uid]
+                kept = [r for r in refs if r.get("uid") != uid]
+                if kept:
+                    new["metadata"]["ownerReferences"] = kept
+                else:
+                    del new["metadata"]["ownerReferences"]  # empty lists are omitted upstream
                 self._commit("MODIFIED", key[0], key, new, obj)
             else:
                 self._delete_dependents(self._remove(key), propagation)

@@ -36,16 +36,17 @@ def _client(fake: FakeSlack, *handlers: RetryHandler) -> WebClient:
 
 
 def test_429_is_retried_after_retry_after(fake_slack: FakeSlack) -> None:
-    fake_slack.rate_limit("chat.postMessage", count=1, retry_after=1)
+    # 2 s, because without the header slack_sdk waits 1 s + random() and would pass a 1 s check.
+    fake_slack.rate_limit("chat.postMessage", count=1, retry_after=2)
     client = _client(fake_slack, RateLimitErrorRetryHandler(max_retry_count=1))
     started = time.monotonic()
     posted = client.chat_postMessage(channel="C0123", text="idle GPU")
     waited = time.monotonic() - started
     assert posted["ok"]
-    assert waited >= 1.0, f"the client retried after {waited:.2f}s, before Retry-After"
+    assert waited >= 2.0, f"the client retried after {waited:.2f}s, before Retry-After"
     calls = fake_slack.requests_for("chat.postMessage")
     assert [(c.status, c.error) for c in calls] == [(429, "ratelimited"), (200, None)]
-    assert calls[1].received_at - calls[0].received_at >= 1.0
+    assert calls[1].received_at - calls[0].received_at >= 2.0
     assert calls[0].body == calls[1].body
     assert [m.text for m in fake_slack.messages("C0123")] == ["idle GPU"]
 

@@ -1,0 +1,223 @@
+"""Small factories for the objects tests and the demo seed: valid as the real API requires."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+Obj = dict[str, Any]
+
+
+def _meta(
+    name: str,
+    namespace: str | None,
+    labels: Mapping[str, str] | None,
+    annotations: Mapping[str, str] | None,
+    owners: Sequence[Mapping[str, Any]] = (),
+) -> Obj:
+    meta: Obj = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    if labels:
+        meta["labels"] = dict(labels)
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    if owners:
+        meta["ownerReferences"] = [dict(owner) for owner in owners]
+    return meta
+
+
+def owner_reference(owner: Mapping[str, Any], *, controller: bool = True) -> Obj:
+    """An ownerReference to a stored ``owner`` (it needs its uid, so seed the owner first)."""
+    meta = owner["metadata"]
+    return {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": controller,
+        "blockOwnerDeletion": True,
+    }
+
+
+def pod_template(labels: Mapping[str, str], *, gpus: int = 1, image: str = "trainer:1") -> Obj:
+    resources = {"limits": {"nvidia.com/gpu": str(gpus)}} if gpus else {}
+    return {
+        "metadata": {"labels": dict(labels)},
+        "spec": {"containers": [{"name": "main", "image": image, "resources": resources}]},
+    }
+
+
+def namespace(
+    name: str,
+    *,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": _meta(name, None, labels, annotations),
+    }
+
+
+def _workload(
+    kind: str,
+    name: str,
+    namespace: str,
+    replicas: int,
+    labels: Mapping[str, str] | None,
+    annotations: Mapping[str, str] | None,
+    owners: Sequence[Mapping[str, Any]],
+    gpus: int,
+) -> Obj:
+    selector = {"app": name}
+    spec: Obj = {
+        "replicas": replicas,
+        "selector": {"matchLabels": selector},
+        "template": pod_template(selector, gpus=gpus),
+    }
+    if kind == "StatefulSet":
+        spec["serviceName"] = name
+    return {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": _meta(name, namespace, {**selector, **(labels or {})}, annotations, owners),
+        "spec": spec,
+        "status": {"replicas": replicas, "readyReplicas": replicas},
+    }
+
+
+def deployment(
+    name: str,
+    namespace: str = "default",
+    *,
+    replicas: int = 1,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    gpus: int = 1,
+) -> Obj:
+    return _workload("Deployment", name, namespace, replicas, labels, annotations, (), gpus)
+
+
+def statefulset(
+    name: str,
+    namespace: str = "default",
+    *,
+    replicas: int = 1,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    owners: Sequence[Mapping[str, Any]] = (),
+    gpus: int = 1,
+) -> Obj:
+    return _workload("StatefulSet", name, namespace, replicas, labels, annotations, owners, gpus)
+
+
+def replicaset(
+    name: str,
+    namespace: str = "default",
+    *,
+    replicas: int = 1,
+    labels: Mapping[str, str] | None = None,
+    owners: Sequence[Mapping[str, Any]] = (),
+    gpus: int = 1,
+) -> Obj:
+    return _workload("ReplicaSet", name, namespace, replicas, labels, None, owners, gpus)
+
+
+def pod(
+    name: str,
+    namespace: str = "default",
+    *,
+    node: str | None = None,
+    phase: str = "Running",
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    owners: Sequence[Mapping[str, Any]] = (),
+    gpus: int = 1,
+) -> Obj:
+    template = pod_template(labels or {}, gpus=gpus)
+    spec = template["spec"]
+    if node is not None:
+        spec["nodeName"] = node
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": _meta(name, namespace, labels, annotations, owners),
+        "spec": spec,
+        "status": {"phase": phase},
+    }
+
+
+def job(
+    name: str,
+    namespace: str = "default",
+    *,
+    suspend: bool = False,
+    labels: Mapping[str, str] | None = None,
+    owners: Sequence[Mapping[str, Any]] = (),
+    gpus: int = 1,
+) -> Obj:
+    template = pod_template({"job-name": name}, gpus=gpus)
+    template["spec"]["restartPolicy"] = "Never"
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": _meta(name, namespace, labels, None, owners),
+        "spec": {"suspend": suspend, "template": template},
+    }
+
+
+def cronjob(
+    name: str,
+    namespace: str = "default",
+    *,
+    schedule: str = "0 * * * *",
+    suspend: bool = False,
+    labels: Mapping[str, str] | None = None,
+    gpus: int = 1,
+) -> Obj:
+    template = pod_template({"cronjob": name}, gpus=gpus)
+    template["spec"]["restartPolicy"] = "Never"
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": _meta(name, namespace, labels, None),
+        "spec": {
+            "schedule": schedule,
+            "suspend": suspend,
+            "jobTemplate": {"spec": {"template": template}},
+        },
+    }
+
+
+def notebook(
+    name: str,
+    namespace: str = "default",
+    *,
+    annotations: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
+    gpus: int = 1,
+) -> Obj:
+    """A Kubeflow ``kubeflow.org/v1`` Notebook (its controller owns a StatefulSet of one)."""
+    template = pod_template({"notebook-name": name}, gpus=gpus)
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "Notebook",
+        "metadata": _meta(name, namespace, labels, annotations),
+        "spec": {"template": {"spec": template["spec"]}},
+    }
+
+
+def lease(
+    name: str, namespace: str = "default", *, holder: str | None = None, duration_s: int = 15
+) -> Obj:
+    spec: Obj = {"leaseDurationSeconds": duration_s}
+    if holder is not None:
+        spec["holderIdentity"] = holder
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": _meta(name, namespace, None, None),
+        "spec": spec,
+    }
