@@ -113,6 +113,7 @@ class FakeSlack:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._address: tuple[str, int] | None = None
+        self._stopped = False
 
     # -------------------------------------------------------------- lifecycle
     @classmethod
@@ -161,6 +162,7 @@ class FakeSlack:
 
     def stop(self) -> None:
         """Stop serving and close every socket. Safe to call twice."""
+        self._stopped = True
         self._close()
 
     def __enter__(self) -> Self:
@@ -196,8 +198,8 @@ class FakeSlack:
 
     def up(self) -> None:
         """End an outage; a refused port is bound again at the same address."""
-        was, self.outage = self.outage, None
-        if was == "refuse" and self._server is None and self._address is not None:
+        self.outage = None
+        if self._server is None and not self._stopped and self._address is not None:
             self._listen(*self._address)
 
     # -------------------------------------------------------------- faults
