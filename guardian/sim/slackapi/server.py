@@ -77,7 +77,12 @@ class _Handler(BaseHTTPRequestHandler):
         super().handle()
 
     def do_POST(self) -> None:
-        self.server.fake._serve(self)
+        try:
+            self.server.fake._serve(self)
+        except Exception:
+            # A bug in the fake must show as a failed call, not a hung client.
+            logger.exception("fake slack: failed to answer %s %s", self.command, self.path)
+            self.send_error(500)
 
     do_GET = do_POST
 
@@ -195,6 +200,8 @@ class FakeSlack:
         self.outage = mode
         if mode == "refuse":
             self._close()
+        elif self._server is None and not self._stopped and self._address is not None:
+            self._listen(*self._address)  # from refusing to answering
 
     def up(self) -> None:
         """End an outage; a refused port is bound again at the same address."""
@@ -205,6 +212,8 @@ class FakeSlack:
     # -------------------------------------------------------------- faults
     def rate_limit(self, method: str, count: int = 1, retry_after: int = 1) -> None:
         """The next ``count`` calls of ``method`` (or WEBHOOK, or ANY) get 429 + Retry-After."""
+        if retry_after < 0:
+            raise ValueError(f"retry_after must be >= 0 seconds, got {retry_after}")
         self.faults.add(method, Fault(429, retry_after), count)
 
     def fail(self, method: str, status: int = 503, count: int = 1) -> None:

@@ -103,6 +103,8 @@ def test_fail_accepts_only_5xx(fake_slack: FakeSlack) -> None:
         fake_slack.fail("chat.postMessage", status=429)
     with pytest.raises(ValueError, match="count"):
         fake_slack.rate_limit("chat.postMessage", count=0)
+    with pytest.raises(ValueError, match="retry_after"):
+        fake_slack.rate_limit("chat.postMessage", retry_after=-1)
 
 
 def test_channel_pacing_with_an_injected_clock() -> None:
@@ -169,6 +171,17 @@ def test_outage_answers_503(fake_slack: FakeSlack) -> None:
     fake_slack.up()
     assert client.chat_postMessage(channel="C0123", text="x")["ok"]
     assert [r.status for r in fake_slack.requests] == [503, 200]
+
+
+def test_outage_modes_can_follow_each_other(fake_slack: FakeSlack) -> None:
+    client = _client(fake_slack)
+    fake_slack.down("refuse")
+    fake_slack.down("unavailable")
+    with pytest.raises(SlackApiError) as raised:
+        client.auth_test()
+    assert raised.value.response.status_code == 503
+    fake_slack.up()
+    assert client.auth_test()["ok"]
 
 
 def test_stop_closes_the_port_and_joins_threads() -> None:
