@@ -46,3 +46,18 @@ class TransientError(GuardianError):
     def __init__(self, message: str, *, delay: float | None = None) -> None:
         super().__init__(message)
         self.delay = delay
+
+
+class ConfigErrors(ConfigError):
+    """Several findings in one input. ``errors`` holds each; the message lists them all."""
+
+    def __init__(self, errors: list[ConfigError]) -> None:
+        if not errors:
+            raise ValueError("ConfigErrors needs at least one error")
+        first = errors[0]
+        super().__init__(first.reason, path=first.path, line=first.line, field=first.field)
+        self.errors = tuple(errors)
+        self.args = ("\n".join(str(e) for e in errors),)
+
+    def __str__(self) -> str:
+        return "\n".join(str(e) for e in self.errors)

@@ -1,0 +1,248 @@
+"""Instant queries against Prometheus or Thanos Query, over prometheus-api-client.
+
+The client's ``custom_query`` returns only ``data.result``: it drops the response's
+``warnings`` (Thanos partial responses arrive as HTTP 200 with warnings) and folds every
+non-200 status into one exception. So the query is sent through the client's own
+configured session (``PrometheusConnect._session``, with its auth, TLS and retry adapter)
+and the whole body is read here. Statuses map to error types: 400 bad query and 422
+execution errors are permanent, 503 (query timeout/overload), other 5xx, 429 and
+connection errors or timeouts are transient. 503 is never retried: Prometheus answers 503
+to a query that timed out, and running it again at once only adds load.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+from prometheus_api_client import PrometheusConnect
+from urllib3.util.retry import Retry
+
+from guardian.model.errors import PermanentError, TransientError
+from guardian.model.labels import LabelSet
+from guardian.model.query import PromSample, QueryResult
+
+logger = logging.getLogger(__name__)
+
+QueryObserver = Callable[[str, float], None]  # (outcome, seconds)
+
+
+@dataclass(frozen=True)
+class PrometheusAccess:
+    """How to reach the query API. Secrets come as file paths, read at request time."""
+
+    url: str
+    timeout_seconds: float = 30.0
+    thanos: bool = False
+    bearer_token_file: str | None = None
+    basic_auth_username: str | None = None
+    basic_auth_password_file: str | None = None
+    basic_auth_password: str | None = field(default=None, repr=False)
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    insecure_skip_verify: bool = False
+    method: str = "GET"
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+class QueryFailedError(TransientError):
+    """The query could not be answered now (connection, timeout, 503, 5xx, 429)."""
+
+    def __init__(self, message: str, *, reason: str, delay: float | None = None) -> None:
+        super().__init__(message, delay=delay)
+        self.reason = reason
+
+
+class QueryRejectedError(PermanentError):
+    """Prometheus rejected the query (400 bad_data, 422 execution, 401/403 auth)."""
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class BearerTokenFile(requests.auth.AuthBase):
+    """Sends ``Authorization: Bearer <file content>``, re-reading the file on every
+    request so a rotated token (projected service-account token) is picked up."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        try:
+            token = Path(self.path).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise QueryRejectedError(
+                f"cannot read bearer token file {self.path}: {exc}", reason="auth"
+            ) from exc
+        request.headers["Authorization"] = f"Bearer {token}"
+        return request
+
+
+def _auth(access: PrometheusAccess) -> requests.auth.AuthBase | tuple[str, str] | None:
+    if access.bearer_token_file:
+        return BearerTokenFile(access.bearer_token_file)
+    if access.basic_auth_username is not None:
+        password = access.basic_auth_password or ""
+        if access.basic_auth_password_file:
+            password = Path(access.basic_auth_password_file).read_text(encoding="utf-8").strip()
+        return (access.basic_auth_username, password)
+    return None
+
+
+def _session(access: PrometheusAccess) -> requests.Session:
+    session = requests.Session()
+    if access.insecure_skip_verify:
+        session.verify = False
+    elif access.ca_file:
+        session.verify = access.ca_file
+    if access.cert_file:
+        session.cert = (access.cert_file, access.key_file) if access.key_file else access.cert_file
+    return session
+
+
+def _error_text(response: requests.Response) -> tuple[str, str]:
+    try:
+        body = response.json()
+        return str(body.get("errorType", "")), str(body.get("error", ""))
+    except ValueError:
+        return "", response.text[:500]
+
+
+def _parse_value(pair: Any) -> float:
+    return float(pair[1])
+
+
+def _parse(body: Any, thanos: bool) -> QueryResult:
+    if not isinstance(body, dict) or body.get("status") != "success":
+        raise QueryFailedError(
+            f"unexpected response body: {str(body)[:300]}", reason="bad_response"
+        )
+    data = body.get("data") or {}
+    kind = data.get("resultType")
+    result = data.get("result")
+    warnings = tuple(str(w) for w in body.get("warnings") or ())
+    if kind == "vector":
+        samples = tuple(
+            PromSample(LabelSet(item.get("metric") or {}), _parse_value(item["value"]))
+            for item in result or ()
+        )
+    elif kind == "scalar":
+        # Prometheus's rule engine turns a scalar into one sample without labels.
+        samples = (PromSample(LabelSet(), _parse_value(result)),)
+    else:
+        raise QueryRejectedError(
+            f"query result is a {kind}, not an instant vector or scalar", reason="bad_query"
+        )
+    # With partial_response=false Thanos should refuse a partial answer; if it still warns,
+    # the warning is about missing stores, so treat it as partial.
+    return QueryResult(samples, warnings, partial=bool(warnings) and thanos)
+
+
+class PrometheusQuerier:
+    """Instant queries at a given evaluation timestamp. One instance per target."""
+
+    def __init__(
+        self,
+        access: PrometheusAccess,
+        *,
+        observer: QueryObserver | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+        session: requests.Session | None = None,
+    ) -> None:
+        self.access = access
+        self._observer = observer
+        self._monotonic = monotonic
+        # No status retries (a 503 is a query timeout); one quick connect retry only.
+        retry = Retry(total=1, connect=1, read=0, status=0, other=0, backoff_factor=0)
+        self._client = PrometheusConnect(
+            url=access.url.rstrip("/"),
+            headers=dict(access.headers) or None,
+            retry=retry,
+            auth=_auth(access),
+            session=session or _session(access),
+            timeout=access.timeout_seconds,
+            method=access.method,
+        )
+
+    def close(self) -> None:
+        self._client.close()
+
+    def params(self, expr: str, ts: float) -> dict[str, str]:
+        params = {"query": expr, "time": f"{ts:.3f}"}
+        if self.access.thanos:
+            params["partial_response"] = "false"
+            params["dedup"] = "true"
+        return params
+
+    def query(self, expr: str, ts: float) -> QueryResult:
+        """``expr`` at ``ts`` (unix seconds). Raises QueryFailedError/QueryRejectedError."""
+        started = self._monotonic()
+        outcome = "error"
+        try:
+            result = self._query(expr, ts)
+            outcome = "warnings" if result.warnings else "success"
+            return result
+        except (QueryFailedError, QueryRejectedError) as exc:
+            outcome = exc.reason
+            raise
+        finally:
+            if self._observer is not None:
+                self._observer(outcome, self._monotonic() - started)
+
+    def _query(self, expr: str, ts: float) -> QueryResult:
+        client = self._client
+        # Same call custom_query makes, but keeping the whole response (see module doc).
+        try:
+            response = client._session.request(
+                method=client._method,
+                url=f"{client.url}/api/v1/query",
+                params=self.params(expr, ts),
+                verify=client._session.verify,
+                headers=client.headers,
+                auth=client.auth,
+                cert=client._session.cert,
+                timeout=self.access.timeout_seconds,
+            )
+        except requests.Timeout as exc:
+            raise QueryFailedError(
+                f"query timed out after {self.access.timeout_seconds}s: {exc}", reason="timeout"
+            ) from exc
+        except requests.RequestException as exc:
+            raise QueryFailedError(
+                f"cannot reach {client.url}: {exc}", reason="connection"
+            ) from exc
+        status = response.status_code
+        if status == 200:
+            try:
+                body = response.json()
+            except ValueError as exc:
+                raise QueryFailedError("response is not JSON", reason="bad_response") from exc
+            return _parse(body, self.access.thanos)
+        error_type, error = _error_text(response)
+        message = f"HTTP {status} {error_type}: {error}".strip()
+        if status == 400:
+            raise QueryRejectedError(message, reason="bad_query")
+        if status == 422:
+            raise QueryRejectedError(message, reason="execution")
+        if status in (401, 403):
+            raise QueryRejectedError(message, reason="auth")
+        if status == 503:
+            reason = "timeout" if error_type == "timeout" else "unavailable"
+            raise QueryFailedError(message, reason=reason)
+        retry_after = response.headers.get("Retry-After")
+        delay = float(retry_after) if retry_after and retry_after.isdigit() else None
+        if status == 429 or status >= 500:
+            raise QueryFailedError(message, reason="unavailable", delay=delay)
+        raise QueryRejectedError(message, reason="http_error")
+
+    def metric_names(self) -> set[str]:
+        """Every metric name the target knows (for ``rules check``)."""
+        values = self._client.get_label_values("__name__")
+        return {str(v) for v in values}

@@ -1,0 +1,96 @@
+"""The SQLite state: one transaction per group, migrations per component, crash safety."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from guardian.adapters.alert_store import AlertStore
+from guardian.adapters.sqlite_db import Database, MigrationSet
+from guardian.model.alerts import Alert, AlertState
+from guardian.model.errors import ConfigError
+from guardian.model.labels import LabelSet
+
+L1 = LabelSet({"alertname": "A", "pod": "p1"})
+L2 = LabelSet({"alertname": "A", "pod": "p2"})
+
+
+def _state() -> dict[str, dict[LabelSet, Alert]]:
+    return {
+        "A{}": {
+            L1: Alert(
+                L1, LabelSet({"summary": "s"}), AlertState.FIRING, 100.0, 2.5, fired_at=160.0
+            ),
+            L2: Alert(
+                L2,
+                LabelSet(),
+                AlertState.INACTIVE,
+                100.0,
+                math.nan,
+                fired_at=100.0,
+                resolved_at=200.0,
+                keep_firing_since=190.0,
+            ),
+        }
+    }
+
+
+def test_roundtrip_every_field(tmp_path: Path) -> None:
+    store = AlertStore.open(str(tmp_path / "s.db"))
+    store.save_group("f;g", 220.0, _state())
+    store.close()
+
+    reopened = AlertStore.open(str(tmp_path / "s.db"))
+    loaded = reopened.load_group("f;g")
+
+    assert loaded is not None
+    assert loaded.last_eval_ts == 220.0
+    got = loaded.rules["A{}"]
+    assert got[L1] == _state()["A{}"][L1]
+    assert got[L2].resolved_at == 200.0
+    assert got[L2].keep_firing_since == 190.0
+    assert math.isnan(got[L2].value)
+    assert reopened.load_group("other") is None
+    mode = reopened.db.read("PRAGMA journal_mode")[0][0]
+    assert mode == "wal"
+
+
+def test_save_replaces_the_group_and_failed_transaction_keeps_the_old(tmp_path: Path) -> None:
+    store = AlertStore.open(str(tmp_path / "s.db"))
+    store.save_group("f;g", 220.0, _state())
+    store.save_group("f;g", 280.0, {"A{}": {L1: _state()["A{}"][L1]}})
+
+    def boom(_conn: sqlite3.Connection) -> None:
+        raise RuntimeError("crash mid-cycle")
+
+    with pytest.raises(RuntimeError):
+        store.save_group("f;g", 340.0, {}, extra=boom)
+
+    loaded = store.load_group("f;g")
+    assert loaded is not None
+    assert loaded.last_eval_ts == 280.0
+    assert list(loaded.rules["A{}"]) == [L1]
+
+
+def test_other_components_add_their_tables_through_migrations(tmp_path: Path) -> None:
+    path = str(tmp_path / "s.db")
+    outbox_v1 = MigrationSet("outbox", ("CREATE TABLE outbox (id INTEGER PRIMARY KEY, body TEXT)",))
+    store = AlertStore.open(path, [outbox_v1])
+    assert store.db.schema_version("engine") == 1
+    assert store.db.schema_version("outbox") == 1
+    store.close()
+
+    outbox_v2 = MigrationSet(
+        "outbox", (*outbox_v1.steps, "ALTER TABLE outbox ADD COLUMN sent REAL; SELECT 1")
+    )
+    db = Database.open(path, [outbox_v2])
+    assert db.schema_version("outbox") == 2
+    with db.transaction() as conn:
+        conn.execute("INSERT INTO outbox (body, sent) VALUES ('x', 1.0)")
+    db.close()
+
+    with pytest.raises(ConfigError, match="newer than this program's 1"):
+        Database.open(path, [outbox_v1])

@@ -1,0 +1,132 @@
+"""Settings: one YAML file, GUARDIAN_* overrides, errors with file, line and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from guardian.app.settings import load_settings, parse_settings
+from guardian.model.errors import ConfigError, ConfigErrors
+
+MINIMAL = """\
+prometheus:
+  url: http://prom:9090
+rule_files: [rules/*.yaml]
+"""
+
+
+def test_minimal_config_has_defaults_and_resolves_paths(tmp_path: Path) -> None:
+    config = tmp_path / "guardian.yaml"
+    config.write_text(MINIMAL + "state_path: state/guardian.db\n")
+
+    settings = load_settings(config, {})
+
+    assert settings.prometheus.url == "http://prom:9090"
+    assert settings.prometheus.timeout == 30.0
+    assert settings.prometheus.thanos is False
+    assert settings.evaluation_interval == 60.0
+    assert settings.rule_files == [str(tmp_path / "rules/*.yaml")]
+    assert settings.state_path == str(tmp_path / "state/guardian.db")
+    assert settings.restore.for_grace_period == 600.0
+
+
+def test_full_config() -> None:
+    text = """\
+prometheus:
+  url: https://thanos-query:9090
+  timeout: 1m30s
+  thanos: true
+  bearer_token_file: /var/run/secrets/token
+  tls: {ca_file: /etc/ca.pem, cert_file: /etc/c.pem, key_file: /etc/k.pem}
+rule_files: [/rules/a.yaml]
+evaluation_interval: 30s
+external_labels: {cluster: prod}
+external_url: https://guardian.example
+listen_address: 0.0.0.0:9469
+remote_write:
+  url: http://receive:19291/api/v1/receive
+  basic_auth: {username: u, password_file: /etc/pw}
+"""
+    settings = parse_settings(text, "/etc/guardian/config.yaml")
+
+    assert settings.prometheus.timeout == 90.0
+    assert settings.prometheus.thanos
+    assert settings.prometheus.tls.cert_file == "/etc/c.pem"
+    assert settings.evaluation_interval == 30.0
+    assert settings.external_labels == {"cluster": "prod"}
+    assert settings.listen_host_port == ("0.0.0.0", 9469)
+    assert settings.remote_write is not None
+    assert settings.remote_write.basic_auth is not None
+    assert settings.remote_write.basic_auth.password_file == "/etc/pw"  # noqa: S105
+
+
+def test_env_overrides_nested_fields_with_yaml_values() -> None:
+    env = {
+        "GUARDIAN_PROMETHEUS__URL": "http://other:9090",
+        "GUARDIAN_PROMETHEUS__THANOS": "true",
+        "GUARDIAN_EXTERNAL_LABELS": "{cluster: dev}",
+        "GUARDIAN_CONFIG": "/ignored/by/settings.yaml",
+        "PATH": "/usr/bin",
+    }
+
+    settings = parse_settings(MINIMAL, "/c.yaml", env)
+
+    assert settings.prometheus.url == "http://other:9090"
+    assert settings.prometheus.thanos is True
+    assert settings.external_labels == {"cluster": "dev"}
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field", "reason"),
+    [
+        (MINIMAL + "evaluation_intervall: 1m\n", 4, "evaluation_intervall", "Extra inputs"),
+        (MINIMAL + "evaluation_interval: 1.5m\n", 4, "evaluation_interval", "Value error"),
+        (
+            "prometheus:\n  url: http://p\n  timeout: 5\n  tlss: {}\nrule_files: [a]\n",
+            4,
+            "prometheus.tlss",
+            "Extra inputs",
+        ),
+        ("prometheus:\n  url: prom:9090\nrule_files: [a]\n", 2, "prometheus.url", "Value error"),
+        ("prometheus:\n  url: http://p\nrule_files: []\n", 3, "rule_files", "List should"),
+        ("rule_files: [a]\n", 1, "prometheus", "Field required"),
+        (MINIMAL + "listen_address: nope\n", 4, "listen_address", "must be HOST:PORT"),
+        (MINIMAL + "external_labels: {a-b: x}\n", 4, "external_labels", "invalid external"),
+        (MINIMAL + "external_labels: {a: [1]}\n", 4, "external_labels.a", "Input should"),
+    ],
+)
+def test_errors_name_file_line_and_field(text: str, line: int, field: str, reason: str) -> None:
+    with pytest.raises(ConfigErrors) as info:
+        parse_settings(text, "conf.yaml")
+
+    error = info.value.errors[0]
+    assert (error.path, error.line, error.field) == ("conf.yaml", line, field)
+    assert reason in error.reason
+
+
+def test_env_errors_name_the_variable() -> None:
+    with pytest.raises(ConfigErrors) as info:
+        parse_settings(MINIMAL, "c.yaml", {"GUARDIAN_PROMETHEUS__TIMEOUT": "soon"})
+    assert info.value.errors[0].path == "env GUARDIAN_PROMETHEUS__TIMEOUT"
+
+    with pytest.raises(ConfigError, match="unknown setting 'prometheos'"):
+        parse_settings(MINIMAL, "c.yaml", {"GUARDIAN_PROMETHEOS__URL": "x"})
+
+
+def test_unreadable_file_and_unmatched_glob(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"missing\.yaml: cannot read config"):
+        load_settings(tmp_path / "missing.yaml", {})
+
+    config = tmp_path / "c.yaml"
+    config.write_text(MINIMAL)
+    settings = load_settings(config, {})
+    with pytest.raises(ConfigError, match="no rule file matches"):
+        settings.expanded_rule_files()
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "b.yaml").write_text("")
+    (tmp_path / "rules" / "a.yaml").write_text("")
+    assert settings.expanded_rule_files() == [
+        str(tmp_path / "rules/a.yaml"),
+        str(tmp_path / "rules/b.yaml"),
+    ]

@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import pytest
+
+from guardian.model.durations import format_duration, parse_duration, parse_duration_ms
+
+
+@pytest.mark.parametrize(
+    ("text", "ms"),
+    [
+        ("0", 0),
+        ("0s", 0),
+        ("90s", 90_000),
+        ("1h30m", 5_400_000),
+        ("1d", 86_400_000),
+        ("1w", 604_800_000),
+        ("1y", 31_536_000_000),
+        ("250ms", 250),
+        ("1m30s500ms", 90_500),
+    ],
+)
+def test_parse(text: str, ms: int) -> None:
+    assert parse_duration_ms(text) == ms
+    assert parse_duration(text) == ms / 1000
+
+
+@pytest.mark.parametrize("text", ["", "1.5h", "5", "1h 30m", "30m1h", "-5m", "5M", "1hr"])
+def test_reject(text: str) -> None:
+    with pytest.raises(ValueError, match="not a valid duration string"):
+        parse_duration_ms(text)
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(0, "0s"), (90, "1m30s"), (5400, "1h30m")])
+def test_format(seconds: float, text: str) -> None:
+    assert format_duration(seconds) == text
