@@ -1,0 +1,171 @@
+"""Patch types, optimistic concurrency, and the scale and status subresources."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from guardian.sim.kubeapi import FakeKubeAPI, builders
+
+pytestmark = pytest.mark.e2e
+
+MERGE = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+
+@pytest.fixture
+def web(kube_api: FakeKubeAPI) -> dict[str, Any]:
+    return kube_api.create(
+        builders.deployment("web", replicas=3, annotations={"keep": "1", "drop": "2"})
+    )
+
+
+def test_merge_patch_null_deletes_and_lists_replace(
+    apps: client.AppsV1Api, kube_api: FakeKubeAPI, web: dict[str, Any]
+) -> None:
+    patched = apps.patch_namespaced_deployment(
+        "web",
+        "default",
+        {
+            "metadata": {"annotations": {"drop": None, "new": "3"}},
+            "spec": {"template": {"spec": {"containers": [{"name": "other", "image": "o"}]}}},
+        },
+        _content_type=MERGE,
+    )
+    assert patched.metadata.annotations == {"keep": "1", "new": "3"}
+    assert [c.name for c in patched.spec.template.spec.containers] == ["other"]
+    (request,) = kube_api.requests(verb="patch")
+    assert request.content_type == MERGE
+    assert request.body["metadata"]["annotations"] == {"drop": None, "new": "3"}
+
+
+def test_a_dict_patch_on_a_built_in_kind_is_strategic_merge(
+    apps: client.AppsV1Api, kube_api: FakeKubeAPI, web: dict[str, Any]
+) -> None:
+    patched = apps.patch_namespaced_deployment(
+        "web",
+        "default",
+        {
+            "metadata": {"annotations": {"drop": None, "gpu-guardian.io/reason": "idle"}},
+            "spec": {"template": {"spec": {"containers": [{"name": "sidecar", "image": "s"}]}}},
+        },
+    )
+    assert patched.metadata.annotations == {"keep": "1", "gpu-guardian.io/reason": "idle"}
+    # Containers merge by name: the existing one stays.
+    assert [c.name for c in patched.spec.template.spec.containers] == ["main", "sidecar"]
+    (request,) = kube_api.requests(verb="patch")
+    assert request.content_type == "application/strategic-merge-patch+json"
+
+
+def test_merge_patch_with_a_stale_resource_version_is_409(
+    apps: client.AppsV1Api, kube_api: FakeKubeAPI, web: dict[str, Any]
+) -> None:
+    observed = web["metadata"]["resourceVersion"]
+    kube_api.patch("Deployment", "web", {"spec": {"replicas": 5}})  # someone scales it up
+    with pytest.raises(ApiException) as caught:
+        apps.patch_namespaced_deployment(
+            "web",
+            "default",
+            {
+                "metadata": {"resourceVersion": observed, "annotations": {"r": "x"}},
+                "spec": {"replicas": 0},
+            },
+            _content_type=MERGE,
+        )
+    assert caught.value.status == 409
+    assert json.loads(caught.value.body)["reason"] == "Conflict"
+    assert kube_api.get("Deployment", "web")["spec"]["replicas"] == 5
+    current = kube_api.get("Deployment", "web")["metadata"]["resourceVersion"]
+    done = apps.patch_namespaced_deployment(
+        "web",
+        "default",
+        {"metadata": {"resourceVersion": current}, "spec": {"replicas": 0}},
+        _content_type=MERGE,
+    )
+    assert done.spec.replicas == 0
+    assert done.metadata.generation == 3
+
+
+def test_json_patch_with_a_test_operation(
+    apps: client.AppsV1Api, kube_api: FakeKubeAPI, web: dict[str, Any]
+) -> None:
+    ops = [
+        {"op": "test", "path": "/metadata/annotations/keep", "value": "1"},
+        {"op": "add", "path": "/metadata/annotations/gpu-guardian.io~1snooze", "value": "x"},
+    ]
+    patched = apps.patch_namespaced_deployment("web", "default", ops)
+    assert patched.metadata.annotations["gpu-guardian.io/snooze"] == "x"
+    assert kube_api.requests(verb="patch")[0].content_type == JSON_PATCH
+    with pytest.raises(ApiException) as caught:
+        apps.patch_namespaced_deployment(
+            "web", "default", [{"op": "test", "path": "/spec/replicas", "value": 9}]
+        )
+    assert caught.value.status == 422
+
+
+def test_patch_of_a_missing_object_is_404(apps: client.AppsV1Api) -> None:
+    with pytest.raises(ApiException) as caught:
+        apps.patch_namespaced_deployment("ghost", "default", {"spec": {"replicas": 0}})
+    assert caught.value.status == 404
+
+
+@pytest.mark.parametrize("kind", ["Deployment", "StatefulSet", "ReplicaSet"])
+def test_scale_subresource(apps: client.AppsV1Api, kube_api: FakeKubeAPI, kind: str) -> None:
+    suffix = {
+        "Deployment": "deployment",
+        "StatefulSet": "stateful_set",
+        "ReplicaSet": "replica_set",
+    }[kind]
+    read = getattr(apps, f"read_namespaced_{suffix}_scale")
+    patch = getattr(apps, f"patch_namespaced_{suffix}_scale")
+    replace = getattr(apps, f"replace_namespaced_{suffix}_scale")
+    seeded = kube_api.create(getattr(builders, kind.lower())("w", replicas=4))
+
+    scale = read("w", "default")
+    assert (scale.kind, scale.api_version) == ("Scale", "autoscaling/v1")
+    assert (scale.spec.replicas, scale.status.replicas) == (4, 4)
+    assert scale.status.selector == "app=w"
+    assert scale.metadata.resource_version == seeded["metadata"]["resourceVersion"]
+    assert scale.metadata.uid == seeded["metadata"]["uid"]
+
+    patched = patch("w", "default", {"spec": {"replicas": 2}})
+    assert patched.spec.replicas == 2
+    assert kube_api.get(kind, "w")["spec"]["replicas"] == 2
+
+    # A replace that carries the observed version is a compare-and-swap.
+    stale = scale
+    stale.spec.replicas = 0
+    with pytest.raises(ApiException) as caught:
+        replace("w", "default", stale)
+    assert caught.value.status == 409
+    fresh = read("w", "default")
+    fresh.spec.replicas = 0
+    assert replace("w", "default", fresh).spec.replicas == 0
+    stored = kube_api.get(kind, "w")
+    assert stored["spec"]["replicas"] == 0
+    assert stored["metadata"]["generation"] == 3
+
+
+def test_scale_rejects_negative_replicas(kube_api: FakeKubeAPI, apps: client.AppsV1Api) -> None:
+    kube_api.create(builders.deployment("w"))
+    with pytest.raises(ApiException) as caught:
+        apps.patch_namespaced_deployment_scale(
+            "w", "default", {"spec": {"replicas": -1}}, _content_type=MERGE
+        )
+    assert caught.value.status == 422
+
+
+def test_status_is_a_subresource(apps: client.AppsV1Api, kube_api: FakeKubeAPI) -> None:
+    kube_api.create(builders.deployment("w", replicas=2))
+    ignored = apps.patch_namespaced_deployment(
+        "w", "default", {"status": {"replicas": 7}}, _content_type=MERGE
+    )
+    assert ignored.status.replicas == 2
+    updated = apps.patch_namespaced_deployment_status(
+        "w", "default", {"status": {"replicas": 7}, "spec": {"replicas": 9}}, _content_type=MERGE
+    )
+    assert (updated.status.replicas, updated.spec.replicas) == (7, 2)
