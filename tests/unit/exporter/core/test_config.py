@@ -1,0 +1,106 @@
+"""Settings from flags and environment, the vGPU ratio file and the users file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import bcrypt
+import pytest
+
+from exporter.adapters.users import check_password, load_users
+from exporter.adapters.vgpu_config import load_vgpu_ratios
+from exporter.app.settings import settings_from
+from exporter.model.errors import ConfigError
+
+NO_FLAGS: dict[str, object] = {}
+
+
+def test_defaults_and_hostname_fallback() -> None:
+    s = settings_from(NO_FLAGS, {}, "host-1")
+    assert (s.backend, s.port, s.interval, s.timeout, s.node_name) == (
+        "nvml",
+        9400,
+        5.0,
+        5.0,
+        "host-1",
+    )
+
+
+def test_flags_beat_environment_which_beats_defaults() -> None:
+    env = {
+        "GUARDIAN_EXPORTER_PORT": "9500",
+        "GUARDIAN_EXPORTER_INTERVAL": "2",
+        "NODE_NAME": "gpu-7",
+    }
+    s = settings_from({"port": 9600}, env, "host-1")
+    assert (s.port, s.interval, s.node_name) == (9600, 2.0, "gpu-7")
+
+
+@pytest.mark.parametrize(
+    ("flags", "env", "where"),
+    [
+        ({}, {"GUARDIAN_EXPORTER_PORT": "http"}, "GUARDIAN_EXPORTER_PORT (environment)"),
+        ({"interval": -1.0}, {}, "--interval"),
+        ({"backend": "dcgm"}, {}, "--backend"),
+        ({"backend": "simulated"}, {}, "--scenario"),
+        ({"tls_cert_file": Path("c.pem")}, {}, "--tls-cert-file"),
+        (
+            {},
+            {"GUARDIAN_EXPORTER_MAX_REQUESTS": "0"},
+            "GUARDIAN_EXPORTER_MAX_REQUESTS (environment)",
+        ),
+    ],
+)
+def test_invalid_settings_name_their_source(
+    flags: dict[str, object], env: dict[str, str], where: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        settings_from(flags, env, "h")
+    assert info.value.field is not None and info.value.field.startswith(where)
+
+
+def test_vgpu_file_with_overrides(tmp_path: Path) -> None:
+    path = tmp_path / "vgpu.yaml"
+    path.write_text("default: 2\nmodels: {'Tesla T4': 4}\nuuids: {GPU-1: 8}\n")
+    ratios = load_vgpu_ratios(path)
+    assert ratios.ratio_for("GPU-1", "Tesla T4") == 8
+    assert ratios.ratio_for("GPU-2", "Tesla T4") == 4
+    assert ratios.ratio_for("GPU-2", "A100") == 2
+    assert ratios.ratio_for("MIG-1", "A100 MIG 1g", parent_uuid="GPU-1") == 8
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("default: 0\n", "default"),
+        ("models: {T4: -1}\n", "models.T4"),
+        ("uuids: {GPU-1: x}\n", "uuids.GPU-1"),
+        ("ratio: 2\n", "ratio"),
+    ],
+)
+def test_bad_vgpu_ratio_is_a_startup_error_naming_the_field(
+    tmp_path: Path, text: str, field: str
+) -> None:
+    path = tmp_path / "vgpu.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_vgpu_ratios(path)
+    assert info.value.path == str(path)
+    assert info.value.field == field
+
+
+def test_unreadable_vgpu_file_names_the_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"nope\.yaml: cannot read vGPU ratio file"):
+        load_vgpu_ratios(tmp_path / "nope.yaml")
+
+
+def test_users_file(tmp_path: Path) -> None:
+    hashed = bcrypt.hashpw(b"s3cret", bcrypt.gensalt(rounds=4)).decode()
+    path = tmp_path / "users.yaml"
+    path.write_text(f"basic_auth_users:\n  prom: '{hashed}'\n")
+    users = load_users(path)
+    assert check_password(users["prom"], "s3cret")
+    assert not check_password(users["prom"], "wrong")
+    path.write_text("basic_auth_users:\n  prom: plaintext\n")
+    with pytest.raises(ConfigError, match="basic_auth_users.prom: not a bcrypt hash"):
+        load_users(path)
