@@ -9,6 +9,7 @@ goes on serving pod-UID series and reports ``guardian_exporter_kube_up 0``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -72,7 +73,8 @@ class PodWatcher:
 
     def _publish(self, *, up: bool) -> None:
         live = {uid: pod for uid, pod in self._pods.items() if not pod.terminal}
-        self._directory = PodDirectory(by_uid=live, up=up, synced=True)
+        finished = frozenset((p.namespace, p.name) for p in self._pods.values() if p.terminal)
+        self._directory = PodDirectory(by_uid=live, finished=finished, up=up, synced=True)
 
     def relist(self) -> str:
         """One full list; returns the resourceVersion to watch from."""
@@ -151,9 +153,7 @@ class PodWatcher:
 
     def _mark_down(self, message: str, *args: object) -> None:
         logger.warning(message, *args)
-        self._directory = PodDirectory(
-            by_uid=self._directory.by_uid, up=False, synced=self._directory.synced
-        )
+        self._directory = dataclasses.replace(self._directory, up=False)
 
     def stop(self) -> None:
         if self._watch is not None:

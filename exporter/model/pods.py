@@ -27,7 +27,9 @@ class PodInfo:
 class PodDirectory:
     """An immutable view of the node's pods, swapped whole on every change."""
 
-    by_uid: Mapping[str, PodInfo] = field(default_factory=dict)
+    by_uid: Mapping[str, PodInfo] = field(default_factory=dict)  # live pods only
+    # (namespace, name) of Succeeded/Failed pods: the kubelet may still list their devices.
+    finished: frozenset[tuple[str, str]] = frozenset()
     up: bool = False  # the API answered the last list or watch
     synced: bool = False  # at least one full list has arrived
 
