@@ -1,0 +1,332 @@
+"""Go's ``fmt`` package for the values a Prometheus template handles.
+
+``sprint``/``sprintln``/``sprintf`` follow ``fmt.Sprint``/``Sprintln``/``Sprintf``, including the
+``%!verb(type=value)`` and ``%!verb(MISSING)`` error forms that Go writes into the output.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from guardian.engine.templates.gofloat import format_float, format_go_value
+from guardian.engine.templates.gotime import format_go_time
+from guardian.engine.templates.values import (
+    MISSING,
+    GoTime,
+    QueryResult,
+    QuerySample,
+    TemplateData,
+    go_type_name,
+)
+
+
+def go_quote(text: str) -> str:
+    """``strconv.Quote``: a double-quoted Go string literal."""
+    out = ['"']
+    simple = {
+        "\a": "\\a",
+        "\b": "\\b",
+        "\f": "\\f",
+        "\n": "\\n",
+        "\r": "\\r",
+        "\t": "\\t",
+        "\v": "\\v",
+        "\\": "\\\\",
+        '"': '\\"',
+    }
+    for ch in text:
+        code = ord(ch)
+        if ch in simple:
+            out.append(simple[ch])
+        elif ch == " " or (ch.isprintable() and not 0xD800 <= code <= 0xDFFF):
+            out.append(ch)
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
+
+
+def _can_backquote(text: str) -> bool:
+    return all(ch == "\t" or (ch.isprintable() and ch != "`") for ch in text)
+
+
+@dataclass
+class _Spec:
+    """One parsed ``%`` directive."""
+
+    minus: bool = False
+    plus: bool = False
+    sharp: bool = False
+    space: bool = False
+    zero: bool = False
+    width: int | None = None
+    prec: int | None = None
+
+
+def _pad(text: str, spec: _Spec, zero_ok: bool = True) -> str:
+    if spec.width is None or len(text) >= spec.width:
+        return text
+    fill = spec.width - len(text)
+    if spec.minus:
+        return text + " " * fill
+    if spec.zero and zero_ok:
+        return "0" * fill + text
+    return " " * fill + text
+
+
+def _bad_verb(verb: str, value: object) -> str:
+    if value is None or value is MISSING:
+        return f"%!{verb}(<nil>)"
+    return f"%!{verb}({go_type_name(value)}={format_value(value, 'v', _Spec(), 0)})"
+
+
+def _fmt_float(v: float, verb: str, spec: _Spec) -> str:
+    if verb == "v":
+        verb = "g"
+    prec = spec.prec if spec.prec is not None else (6 if verb in "eEfF" else -1)
+    num = format_float(v, verb, prec)
+    if num[0] not in "+-":
+        num = "+" + num
+    if spec.space and num[0] == "+" and not spec.plus:
+        num = " " + num[1:]
+    if num[1] in "IN":  # Inf and NaN are never zero-padded; NaN drops its sign.
+        if num[1] == "N" and not spec.space and not spec.plus:
+            num = num[1:]
+        return _pad(num, spec, zero_ok=False)
+    if spec.sharp and verb in "gGvx" and "." not in num and "e" not in num.lower()[2:]:
+        num += "."
+    if spec.plus or num[0] != "+":
+        if spec.zero and not spec.minus and spec.width is not None and spec.width > len(num):
+            return num[0] + "0" * (spec.width - len(num)) + num[1:]
+        return _pad(num, spec)
+    return _pad(num[1:], spec)
+
+
+def _fmt_int(n: int, verb: str, spec: _Spec) -> str:
+    if verb == "c":
+        return _pad(chr(n) if 0 <= n <= 0x10FFFF else "\ufffd", spec)
+    if verb == "q":
+        return _pad("'" + go_quote(chr(n) if 0 <= n <= 0x10FFFF else "\ufffd")[1:-1] + "'", spec)
+    if verb == "U":
+        return _pad(f"U+{n:04X}", spec)
+    base = {"d": 10, "v": 10, "b": 2, "o": 8, "O": 8, "x": 16, "X": 16}[verb]
+    negative = n < 0
+    digits = {2: "b", 8: "o", 10: "d", 16: "x"}[base]
+    body = format(abs(n), digits)
+    if verb == "X":
+        body = body.upper()
+    if spec.prec is not None:
+        if spec.prec == 0 and n == 0:
+            return " " * (spec.width or 0)
+        body = body.rjust(spec.prec, "0")
+    elif spec.zero and not spec.minus and spec.width is not None:
+        room = spec.width - (1 if (negative or spec.plus or spec.space) else 0)
+        body = body.rjust(room, "0")
+    if spec.sharp:
+        if base == 2:
+            body = "0b" + body
+        elif base == 8 and not body.startswith("0"):
+            body = "0" + body
+        elif base == 16:
+            body = ("0X" if verb == "X" else "0x") + body
+    if verb == "O":
+        body = "0o" + body
+    if negative:
+        body = "-" + body
+    elif spec.plus:
+        body = "+" + body
+    elif spec.space:
+        body = " " + body
+    return _pad(body, spec, zero_ok=False)
+
+
+def _fmt_str(text: str, verb: str, spec: _Spec) -> str:
+    if verb in "vs":
+        if spec.prec is not None:
+            text = text[: spec.prec]
+        return _pad(text, spec)
+    if verb == "q":
+        if spec.sharp and _can_backquote(text):
+            return _pad("`" + text + "`", spec)
+        return _pad(go_quote(text), spec)
+    data = text.encode()
+    if spec.prec is not None:
+        data = data[: spec.prec]
+    hexes = [format(b, "02X" if verb == "X" else "02x") for b in data]
+    prefix = ("0X" if verb == "X" else "0x") if spec.sharp else ""
+    if spec.space:
+        return _pad(" ".join(prefix + h for h in hexes), spec)
+    return _pad(prefix + "".join(hexes), spec)
+
+
+def format_value(value: object, verb: str, spec: _Spec, depth: int) -> str:
+    """Format one operand as ``fmt`` would for ``verb``."""
+    if verb == "T":
+        return _pad(go_type_name(value), spec)
+    if value is None or value is MISSING:
+        return _pad("<nil>", spec) if verb == "v" else _bad_verb(verb, value)
+    if isinstance(value, bool):
+        if verb in "tv":
+            return _pad("true" if value else "false", spec)
+        return _bad_verb(verb, value)
+    if isinstance(value, int):
+        if verb in "vdbboOxXcqU":
+            return _fmt_int(value, verb, spec)
+        return _bad_verb(verb, value)
+    if isinstance(value, float):
+        if verb in "vbgGxXfFeE" and verb != "b":
+            return _fmt_float(value, verb, spec)
+        return _bad_verb(verb, value)
+    if isinstance(value, str):
+        if verb in "vsqxX":
+            return _fmt_str(value, verb, spec)
+        return _bad_verb(verb, value)
+    if isinstance(value, GoTime):
+        if verb in "vsqxX":  # time.Time is a Stringer
+            return _fmt_str(format_go_time(value.unix_nanos), verb, spec)
+        return _bad_verb(verb, value)
+    if isinstance(value, dict):
+        parts = [
+            f"{format_value(key, verb, spec, depth + 1)}:"
+            f"{format_value(value[key], verb, spec, depth + 1)}"
+            for key in sorted(value)
+        ]
+        return "map[" + " ".join(parts) + "]"
+    if isinstance(value, QuerySample):
+        inner = (
+            "{"
+            + format_value(dict(value.labels), verb, spec, depth + 1)
+            + " "
+            + format_value(value.value, verb, spec, depth + 1)
+            + "}"
+        )
+        return "&" + inner
+    if isinstance(value, QueryResult | list):
+        return "[" + " ".join(format_value(item, verb, spec, depth + 1) for item in value) + "]"
+    if isinstance(value, TemplateData):
+        fields = [
+            dict(value.labels),
+            dict(value.external_labels),
+            value.external_url,
+            value.value,
+        ]
+        return "{" + " ".join(format_value(f, verb, spec, depth + 1) for f in fields) + "}"
+    return _bad_verb(verb, value)
+
+
+def sprint(*args: object) -> str:
+    """``fmt.Sprint``: a space between operands when neither is a string."""
+    out: list[str] = []
+    prev_string = False
+    for i, arg in enumerate(args):
+        is_string = isinstance(arg, str)
+        if i > 0 and not is_string and not prev_string:
+            out.append(" ")
+        out.append(format_value(arg, "v", _Spec(), 0))
+        prev_string = is_string
+    return "".join(out)
+
+
+def sprintln(*args: object) -> str:
+    """``fmt.Sprintln``: operands separated by spaces, then a newline."""
+    return " ".join(format_value(a, "v", _Spec(), 0) for a in args) + "\n"
+
+
+def _parse_num(fmt: str, i: int) -> tuple[int | None, int]:
+    start = i
+    while i < len(fmt) and fmt[i].isdigit():
+        i += 1
+    if i == start:
+        return None, i
+    return int(fmt[start:i]), i
+
+
+def sprintf(fmt: str, *args: object) -> str:
+    """``fmt.Sprintf`` for the verbs templates use (no explicit argument indexes)."""
+    out: list[str] = []
+    arg_num = 0
+    i = 0
+    end = len(fmt)
+    while i < end:
+        pct = fmt.find("%", i)
+        if pct < 0:
+            out.append(fmt[i:])
+            break
+        out.append(fmt[i:pct])
+        i = pct + 1
+        spec = _Spec()
+        while i < end and fmt[i] in "#0+- ":
+            flag = fmt[i]
+            if flag == "#":
+                spec.sharp = True
+            elif flag == "0":
+                spec.zero = not spec.minus
+            elif flag == "+":
+                spec.plus = True
+            elif flag == "-":
+                spec.minus = True
+                spec.zero = False
+            else:
+                spec.space = True
+            i += 1
+        if i < end and fmt[i] == "*":
+            i += 1
+            width = args[arg_num] if arg_num < len(args) else None
+            if isinstance(width, int) and not isinstance(width, bool):
+                if width < 0:
+                    spec.minus, spec.zero, width = True, False, -width
+                spec.width = width
+            else:
+                out.append("%!(BADWIDTH)")
+            arg_num += 1
+        else:
+            spec.width, i = _parse_num(fmt, i)
+        if i < end and fmt[i] == ".":
+            i += 1
+            if i < end and fmt[i] == "*":
+                i += 1
+                prec = args[arg_num] if arg_num < len(args) else None
+                if isinstance(prec, int) and not isinstance(prec, bool):
+                    spec.prec = prec if prec >= 0 else None
+                else:
+                    out.append("%!(BADPREC)")
+                arg_num += 1
+            else:
+                prec_num, i = _parse_num(fmt, i)
+                spec.prec = prec_num or 0
+        if i >= end:
+            out.append("%!(NOVERB)")
+            break
+        verb = fmt[i]
+        i += 1
+        if verb == "%":
+            out.append("%")
+            continue
+        if arg_num >= len(args):
+            out.append(f"%!{verb}(MISSING)")
+            continue
+        out.append(format_value(args[arg_num], verb, spec, 0))
+        arg_num += 1
+    if arg_num < len(args):
+        extra = [
+            "<nil>" if a is None else f"{go_type_name(a)}={format_value(a, 'v', _Spec(), 0)}"
+            for a in args[arg_num:]
+        ]
+        out.append("%!(EXTRA " + ", ".join(extra) + ")")
+    return "".join(out)
+
+
+def go_sprint_value(value: object) -> str:
+    """How an action prints its result (``text/template`` ``printValue``)."""
+    if value is MISSING:
+        return "<no value>"
+    if isinstance(value, QuerySample):
+        return format_value(value, "v", _Spec(), 0)[1:]  # the template indirects the pointer
+    if isinstance(value, float) and math.isfinite(value):
+        return format_go_value(value)
+    return format_value(value, "v", _Spec(), 0)

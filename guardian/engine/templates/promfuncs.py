@@ -1,0 +1,344 @@
+"""Prometheus 2.42's template functions (``template/template.go``), as pure functions."""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+from collections.abc import Callable, Sequence
+from urllib.parse import urlsplit
+
+from guardian.engine.templates.builtins import query_escape
+from guardian.engine.templates.errors import FuncError
+from guardian.engine.templates.goconv import parse_float
+from guardian.engine.templates.gofloat import format_go_value
+from guardian.engine.templates.gofmt import go_quote, sprint, sprintf
+from guardian.engine.templates.goregexp import compile_go, must_compile, replace_all
+from guardian.engine.templates.signature import Func
+from guardian.engine.templates.values import (
+    HTML,
+    ArgsMap,
+    GoTime,
+    QueryResult,
+    QuerySample,
+    go_type_name,
+)
+
+_NIL_POINTER = "runtime error: invalid memory address or nil pointer dereference"
+
+
+def _to_float(value: object) -> float:
+    """``convertToFloat``: float64, int kinds, or a string read by ``strconv.ParseFloat``."""
+    if isinstance(value, float):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if type(value) is str:
+        try:
+            return parse_float(value)
+        except ValueError as exc:
+            raise FuncError(str(exc)) from None
+    raise FuncError(f"can't convert {go_type_name(value)} to float")
+
+
+def _g4(v: float) -> str:
+    return sprintf("%.4g", v)
+
+
+def humanize(value: object) -> str:
+    v = _to_float(value)
+    if v == 0 or math.isnan(v) or math.isinf(v):
+        return _g4(v)
+    prefix = ""
+    if abs(v) >= 1:
+        for p in ("k", "M", "G", "T", "P", "E", "Z", "Y"):
+            if abs(v) < 1000:
+                break
+            prefix = p
+            v /= 1000
+        return _g4(v) + prefix
+    for p in ("m", "u", "n", "p", "f", "a", "z", "y"):
+        if abs(v) >= 1:
+            break
+        prefix = p
+        v *= 1000
+    return _g4(v) + prefix
+
+
+def humanize1024(value: object) -> str:
+    v = _to_float(value)
+    if abs(v) <= 1 or math.isnan(v) or math.isinf(v):
+        return _g4(v)
+    prefix = ""
+    for p in ("ki", "Mi", "Gi", "Ti", "Pi", "Ei", "Zi", "Yi"):
+        if abs(v) < 1024:
+            break
+        prefix = p
+        v /= 1024
+    return _g4(v) + prefix
+
+
+def humanize_duration(value: object) -> str:
+    v = _to_float(value)
+    if math.isnan(v) or math.isinf(v):
+        return _g4(v)
+    if v == 0:
+        return _g4(v) + "s"
+    if abs(v) >= 1:
+        sign = ""
+        if v < 0:
+            sign, v = "-", -v
+        # int64(v) saturates in Go on overflow; clamp the same way.
+        duration = int(v) if v < 2**63 else 2**63 - 1
+        seconds = duration % 60
+        minutes = (duration // 60) % 60
+        hours = (duration // 3600) % 24
+        days = duration // 86400
+        if days:
+            return f"{sign}{days}d {hours}h {minutes}m {seconds}s"
+        if hours:
+            return f"{sign}{hours}h {minutes}m {seconds}s"
+        if minutes:
+            return f"{sign}{minutes}m {seconds}s"
+        return f"{sign}{_g4(v)}s"
+    prefix = ""
+    for p in ("m", "u", "n", "p", "f", "a", "z", "y"):
+        if abs(v) >= 1:
+            break
+        prefix = p
+        v *= 1000
+    return f"{_g4(v)}{prefix}s"
+
+
+def humanize_percentage(value: object) -> str:
+    return _g4(_to_float(value) * 100) + "%"
+
+
+def _float_to_time(v: float) -> GoTime:
+    if math.isnan(v) or math.isinf(v):
+        raise FuncError("value is NaN or Inf")
+    nanos = v * 1e9
+    if nanos > 2.0**63 or nanos < -(2.0**63):
+        raise FuncError(
+            f"{format_go_value(v)} cannot be represented as a nanoseconds timestamp "
+            "since it overflows int64"
+        )
+    ns = int(nanos)
+    # model.TimeFromUnixNano keeps whole milliseconds, truncating toward zero.
+    millis = abs(ns) // 1_000_000 * (1 if ns >= 0 else -1)
+    return GoTime(millis * 1_000_000)
+
+
+def humanize_timestamp(value: object) -> str:
+    v = _to_float(value)
+    if math.isnan(v) or math.isinf(v):
+        return _g4(v)
+    return sprint(_float_to_time(v))
+
+
+def to_time(value: object) -> GoTime:
+    return _float_to_time(_to_float(value))
+
+
+_DURATION_RE = re.compile(
+    r"(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?", re.ASCII
+)
+_DURATION_UNITS_MS = (
+    365 * 86_400_000,
+    7 * 86_400_000,
+    86_400_000,
+    3_600_000,
+    60_000,
+    1000,
+    1,
+)
+
+
+def parse_duration(text: str) -> float:
+    """``model.ParseDuration`` (Prometheus duration syntax) in seconds."""
+    if text == "0":
+        return 0.0
+    if text == "":
+        raise FuncError("empty duration string")
+    match = _DURATION_RE.fullmatch(text)
+    if match is None:
+        raise FuncError(f"not a valid duration string: {go_quote(text)}")
+    total_ms = 0
+    for group, unit_ms in zip(match.groups(), _DURATION_UNITS_MS, strict=True):
+        if group:
+            total_ms += int(group) * unit_ms
+    if total_ms * 1_000_000 >= 2**63:
+        raise FuncError("duration out of range")
+    return total_ms / 1000
+
+
+def _split_host_port(hostport: str) -> tuple[str, str] | None:
+    """``net.SplitHostPort``; ``None`` on error."""
+    i = hostport.rfind(":")
+    if i < 0:
+        return None
+    j = k = 0
+    if hostport.startswith("["):
+        end = hostport.find("]")
+        if end < 0 or end + 1 != i:
+            return None
+        host = hostport[1:end]
+        j, k = 1, end + 1
+    else:
+        host = hostport[:i]
+        if ":" in host:
+            return None
+    if "[" in hostport[j:] or "]" in hostport[k:]:
+        return None
+    return host, hostport[i + 1 :]
+
+
+def strip_port(hostport: str) -> str:
+    split = _split_host_port(hostport)
+    return hostport if split is None else split[0]
+
+
+def _is_ip(host: str) -> bool:
+    if "%" in host:
+        return False
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def strip_domain(hostport: str) -> str:
+    split = _split_host_port(hostport)
+    host, port = split if split is not None else (hostport, "")
+    if _is_ip(host):
+        return hostport
+    host = host.split(".")[0]
+    if port:
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return host
+
+
+def title(text: str) -> str:
+    """``strings.Title``: upper-case the first letter of each word."""
+
+    def separator(ch: str) -> bool:
+        if ord(ch) <= 0x7F:
+            return not (ch.isalnum() or ch == "_")
+        if ch.isalpha() or ch.isdigit():
+            return False
+        return ch.isspace()
+
+    out = []
+    prev = " "
+    for ch in text:
+        if separator(prev):
+            titled = ch.title()
+            out.append(titled if len(titled) == 1 else ch)
+        else:
+            out.append(ch)
+        prev = ch
+    return "".join(out)
+
+
+def _case(convert: Callable[[str], str]) -> Callable[[str], str]:
+    def apply(text: str) -> str:
+        # Go maps rune by rune; a rune with no single-rune mapping stays as it is.
+        return "".join(c if len(convert(c)) != 1 else convert(c) for c in text)
+
+    return apply
+
+
+def _sample(sample: object) -> QuerySample:
+    if not isinstance(sample, QuerySample):
+        raise FuncError(_NIL_POINTER)
+    return sample
+
+
+def first(result: object) -> QuerySample:
+    if isinstance(result, list) and result:
+        return _sample(result[0])
+    raise FuncError("first() called on vector with no elements")
+
+
+def label(name: str, sample: object) -> str:
+    return str(_sample(sample).labels.get(name, ""))
+
+
+def value(sample: object) -> float:
+    return float(_sample(sample).value)
+
+
+def strvalue(sample: object) -> str:
+    return str(_sample(sample).labels.get("__value__", ""))
+
+
+def args(*values: object) -> ArgsMap:
+    return ArgsMap({f"arg{i}": v for i, v in enumerate(values)})
+
+
+def re_replace_all(pattern: str, repl: str, text: str) -> str:
+    return replace_all(must_compile(pattern), text, repl)
+
+
+def match(pattern: str, text: str) -> bool:
+    return compile_go(pattern).search(text) is not None
+
+
+def sort_by_label(name: str, result: object) -> object:
+    if isinstance(result, list):
+        result.sort(key=lambda s: str(s.labels.get(name, "")) if isinstance(s, QuerySample) else "")
+    return result
+
+
+def prometheus_functions(
+    query: Callable[[str], Sequence[QuerySample]] | None, external_url: str
+) -> dict[str, Func]:
+    """The function map of one expansion, bound to its query function and external URL."""
+
+    def run_query(expr: str) -> QueryResult:
+        if query is None:
+            raise FuncError("no query function is configured for templates")
+        try:
+            samples = query(expr)
+        except Exception as exc:  # the injected client may fail in any way
+            raise FuncError(str(exc)) from exc
+        return QueryResult(QuerySample(dict(s.labels), float(s.value)) for s in samples)
+
+    def graph_link(expr: str) -> str:
+        return f"/graph?g0.expr={query_escape(expr)}&g0.tab=0"
+
+    def table_link(expr: str) -> str:
+        return f"/graph?g0.expr={query_escape(expr)}&g0.tab=1"
+
+    return {
+        "query": Func(run_query, ("string",)),
+        "first": Func(first, ("vector",)),
+        "label": Func(label, ("string", "sample")),
+        "value": Func(value, ("sample",)),
+        "strvalue": Func(strvalue, ("sample",)),
+        "args": Func(args, (), "any"),
+        "reReplaceAll": Func(re_replace_all, ("string", "string", "string")),
+        "safeHtml": Func(HTML, ("string",)),
+        "match": Func(match, ("string", "string")),
+        "title": Func(title, ("string",)),
+        "toUpper": Func(_case(str.upper), ("string",)),
+        "toLower": Func(_case(str.lower), ("string",)),
+        "graphLink": Func(graph_link, ("string",)),
+        "tableLink": Func(table_link, ("string",)),
+        "sortByLabel": Func(sort_by_label, ("string", "vector")),
+        "stripPort": Func(strip_port, ("string",)),
+        "stripDomain": Func(strip_domain, ("string",)),
+        "humanize": Func(humanize, ("any",)),
+        "humanize1024": Func(humanize1024, ("any",)),
+        "humanizeDuration": Func(humanize_duration, ("any",)),
+        "humanizePercentage": Func(humanize_percentage, ("any",)),
+        "humanizeTimestamp": Func(humanize_timestamp, ("any",)),
+        "toTime": Func(to_time, ("any",)),
+        "pathPrefix": Func(lambda: urlsplit(external_url).path),
+        "externalURL": Func(lambda: external_url),
+        "parseDuration": Func(parse_duration, ("string",)),
+    }
+
+
+FUNCTION_NAMES = frozenset(prometheus_functions(None, ""))
