@@ -98,8 +98,8 @@ class Exporter:
         self.collector.stop()
 
 
-def serve(settings: ExporterSettings, stop: threading.Event) -> int:
-    exporter = Exporter(settings)
+def run(exporter: Exporter, stop: threading.Event) -> int:
+    """Serve until ``stop`` is set (the CLI sets it on SIGTERM and SIGINT)."""
     exporter.start()
     try:
         stop.wait()

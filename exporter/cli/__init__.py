@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from exporter.app.attribute import attribute
-from exporter.app.serve import serve
+from exporter.app.serve import Exporter, run
 from exporter.app.settings import SOURCES, settings_from
 from exporter.model.errors import ConfigError
 from guardian.app.logs import LOG_FORMATS, configure_logging
@@ -88,10 +88,11 @@ def _serve(args: argparse.Namespace) -> int:
     flags: dict[str, Any] = {name: getattr(args, name) for name, _, _ in _SERVE_FLAGS}
     try:
         settings = settings_from(flags, os.environ, socket.gethostname())
+        exporter = Exporter(settings)  # validates every file before anything starts
         stop = threading.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: stop.set())
-        return serve(settings, stop)
+        return run(exporter, stop)
     except ConfigError as exc:
         print(f"guardian-exporter: configuration error: {exc}", file=sys.stderr)
         return EXIT_CONFIG

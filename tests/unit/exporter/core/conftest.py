@@ -39,7 +39,7 @@ def stub_nvml(
         path.write_text(text)
         return path
 
-    yield write
+    return write
 
 
 class FakeClock:

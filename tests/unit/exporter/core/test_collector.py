@@ -21,7 +21,8 @@ SCENARIO = f"""
 gpus: [{{uuid: {GPU}, model: Tesla T4, memory_total: 16GiB}}]
 processes:
   - {{pid: 10, gpu: {GPU}, memory: 1GiB, sm_percent: 50, pod_uid: {POD}, container_id: {"c" * 64}}}
-  - {{pid: 11, gpu: {GPU}, memory: 2GiB, sm_percent: 10, pod_uid: {POD}, container_id: {"d" * 64}, end: 12}}
+  - {{pid: 11, gpu: {GPU}, memory: 2GiB, sm_percent: 10, pod_uid: {POD},
+     container_id: {"d" * 64}, end: 12}}
 """
 
 
@@ -59,8 +60,13 @@ def test_a_cycle_publishes_gpu_and_pod_series(clock: FakeClock) -> None:
     got = samples(store)
     assert got["guardian_exporter_nvml_up"] == [({}, 1.0)]
     assert got["guardian_gpu_info"][0][0] == {
-        "node": "node-a", "gpu": "0", "uuid": GPU, "model": "Tesla T4", "driver_version": "550.54.15", "mig": "disabled"
-    }  # fmt: skip
+        "node": "node-a",
+        "gpu": "0",
+        "uuid": GPU,
+        "model": "Tesla T4",
+        "driver_version": "550.54.15",
+        "mig": "disabled",
+    }
     assert {lbl["container"] for lbl, _ in got["guardian_pod_gpu_memory_used_bytes"]} == {
         "c" * 64,
         "d" * 64,
@@ -88,7 +94,8 @@ def test_nvml_down_at_start_serves_up_0_and_retries_with_backoff(clock: FakeCloc
     attempts: list[float] = []
     snap = collector.run_cycle()
     attempts.append(clock.now)
-    assert not snap.health.nvml_up and snap.gpus == ()
+    assert not snap.health.nvml_up
+    assert snap.gpus == ()
     got = samples(store)
     assert got["guardian_exporter_nvml_up"] == [({}, 0.0)]
     assert ({"op": "init", "kind": "driver_not_loaded"}, 1.0) in got[
@@ -98,7 +105,7 @@ def test_nvml_down_at_start_serves_up_0_and_retries_with_backoff(clock: FakeCloc
     counts = []
     for _ in range(12):
         clock.advance(5)
-        before = dict(((e.op, e.kind), e.count) for e in collector.run_cycle().health.errors)
+        before = {(e.op, e.kind): e.count for e in collector.run_cycle().health.errors}
         counts.append(before.get(("init", "driver_not_loaded"), 0))
     # Backoff 5, 10, 20, 20 s: attempts at 0, 5, 15, 35 -> the fourth one (t=35) succeeds.
     assert counts[:6] == [2, 2, 3, 3, 3, 3]
@@ -106,15 +113,18 @@ def test_nvml_down_at_start_serves_up_0_and_retries_with_backoff(clock: FakeCloc
 
 
 def test_gpu_lost_marks_down_then_reinitialises(clock: FakeClock) -> None:
-    collector, store = make(SCENARIO + "faults: [{kind: gpu_lost, start: 8, end: 14}]\n", clock)
+    collector, _store = make(SCENARIO + "faults: [{kind: gpu_lost, start: 8, end: 14}]\n", clock)
     clock.advance(5)
     assert collector.run_cycle().health.nvml_up
     clock.advance(5)
     snap = collector.run_cycle()
-    assert not snap.health.nvml_up and snap.gpus == () and snap.pods == ()
+    assert not snap.health.nvml_up
+    assert snap.gpus == ()
+    assert snap.pods == ()
     clock.advance(5)  # t=15: past the fault and the 5 s backoff
     snap = collector.run_cycle()
-    assert snap.health.nvml_up and snap.gpus
+    assert snap.health.nvml_up
+    assert snap.gpus
     assert {(e.op, e.kind) for e in snap.health.errors} == {("read", "gpu_is_lost")}
 
 
@@ -125,7 +135,8 @@ def test_a_hung_call_serves_the_last_snapshot_marked_stale(clock: FakeClock) -> 
     good = collector.run_cycle()
     clock.advance(3)
     stale = collector.run_cycle()
-    assert stale.health.stale and stale.gpus == good.gpus
+    assert stale.health.stale
+    assert stale.gpus == good.gpus
     got = samples(store)
     assert got["guardian_exporter_snapshot_stale"] == [({}, 1.0)]
     assert "guardian_gpu_memory_used_bytes" in got

@@ -56,7 +56,8 @@ def test_invalid_settings_name_their_source(
 ) -> None:
     with pytest.raises(ConfigError) as info:
         settings_from(flags, env, "h")
-    assert info.value.field is not None and info.value.field.startswith(where)
+    assert info.value.field is not None
+    assert info.value.field.startswith(where)
 
 
 def test_vgpu_file_with_overrides(tmp_path: Path) -> None:
@@ -102,5 +103,5 @@ def test_users_file(tmp_path: Path) -> None:
     assert check_password(users["prom"], "s3cret")
     assert not check_password(users["prom"], "wrong")
     path.write_text("basic_auth_users:\n  prom: plaintext\n")
-    with pytest.raises(ConfigError, match="basic_auth_users.prom: not a bcrypt hash"):
+    with pytest.raises(ConfigError, match=r"basic_auth_users\.prom: not a bcrypt hash"):
         load_users(path)

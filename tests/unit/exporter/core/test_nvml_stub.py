@@ -73,7 +73,8 @@ def test_reads_every_field_keyed_by_uuid(backend: Callable[[str], NvmlBackend]) 
     ]
     assert BackendError("compute_processes", "invalid_pid") in reading.errors  # pid 0 dropped
     assert [(s.pid, s.sm_percent) for s in a.process_samples or ()] == [(4242, 55), (4242, 250)]
-    assert b.mig is MigState.ENABLED and b.utilization_percent is None
+    assert b.mig is MigState.ENABLED
+    assert b.utilization_percent is None
     assert (mig.index, mig.uuid, mig.mig, mig.parent_uuid) == ("1/0", M, MigState.INSTANCE, B)
     assert mig.memory_total_bytes == 10737418240
     assert [p.pid for p in mig.processes] == [5000]
@@ -103,7 +104,9 @@ def test_not_supported_omits_the_series_and_logs_once(
         first = nvml.read()
         second = nvml.read()
     a = second.devices[0]
-    assert a.power_watts is None and a.energy_joules is None and a.temperature_celsius is None
+    assert a.power_watts is None
+    assert a.energy_joules is None
+    assert a.temperature_celsius is None
     assert BackendError("power_usage", "not_supported") in first.errors
     assert BackendError("temperature", "no_permission") in first.errors
     assert not [e for e in second.errors if e.kind in {"not_supported", "no_permission"}]

@@ -22,7 +22,8 @@ gpus:
     memory_total: 16GiB
 processes:
   - {{pid: 10, gpu: {GPU}, memory: 1GiB, sm_percent: 50, pod_uid: {POD}, container_id: {"c" * 64}}}
-  - {{pid: 11, gpu: {GPU}, memory: null, sm_percent: [{{at: 0, percent: 0}}, {{at: 10, percent: 80}}], end: 20}}
+  - {{pid: 11, gpu: {GPU}, memory: null, end: 20,
+     sm_percent: [{{at: 0, percent: 0}}, {{at: 10, percent: 80}}]}}
 """
 
 
@@ -108,7 +109,8 @@ def test_processes_follow_their_schedule() -> None:
     clock.advance(10)
     [dev] = backend.read().devices
     assert [p.pid for p in dev.processes] == [10]  # pid 11 ended at 20 s
-    assert dev.util_samples and all(s.timestamp_us <= clock.now * 1e6 for s in dev.util_samples)
+    assert dev.util_samples
+    assert all(s.timestamp_us <= clock.now * 1e6 for s in dev.util_samples)
 
 
 def test_faults_init_failure_gpu_lost_and_hang() -> None:
@@ -153,6 +155,7 @@ def test_scenario_cgroups_follow_the_node_layout() -> None:
     )
     cgroups = ScenarioCgroups(scenario)
     text = cgroups.read_cgroup(10)
-    assert text is not None and f"/kubepods/burstable/pod{POD}/{'c' * 64}" in text
+    assert text is not None
+    assert f"/kubepods/burstable/pod{POD}/{'c' * 64}" in text
     assert cgroups.read_cgroup(11) is not None  # a host process: no pod in its path
     assert cgroups.read_cgroup(999) is None

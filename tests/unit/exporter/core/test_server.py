@@ -1,0 +1,151 @@
+"""The HTTP server: routes, concurrency cap, basic auth and TLS, over real loopback sockets."""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import bcrypt
+import pytest
+
+from exporter.app.collector import SnapshotStore
+from exporter.app.render import RenderedSnapshot
+from exporter.app.server import ExporterApp, HttpServer
+from exporter.model.snapshot import ExporterHealth, empty_snapshot
+
+HEALTH = ExporterHealth(
+    nvml_up=False, last_success_timestamp_seconds=None, stage_seconds=(), errors=()
+)
+
+
+def published() -> SnapshotStore:
+    store = SnapshotStore()
+    store.publish(RenderedSnapshot(empty_snapshot("n", HEALTH, 1.0)))
+    return store
+
+
+@pytest.fixture
+def serve() -> Iterator[Any]:
+    servers: list[HttpServer] = []
+
+    def start(app: ExporterApp, **tls: str) -> str:
+        server = HttpServer(app, "127.0.0.1", 0, **tls)
+        server.start()
+        servers.append(server)
+        scheme = "https" if tls else "http"
+        return f"{scheme}://127.0.0.1:{server.port}"
+
+    yield start
+    for s in servers:
+        s.stop()
+
+
+def get(
+    url: str, headers: dict[str, str] | None = None, context: ssl.SSLContext | None = None
+) -> tuple[int, str]:
+    request = urllib.request.Request(url, headers=headers or {})  # noqa: S310 - loopback test URL
+    try:
+        with urllib.request.urlopen(request, timeout=10, context=context) as response:  # noqa: S310
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def test_routes(serve: Any) -> None:
+    store = SnapshotStore()
+    url = serve(ExporterApp(store, max_requests=2))
+    assert get(url + "/healthz") == (200, "ok\n")
+    assert get(url + "/readyz")[0] == 503  # no snapshot yet
+    assert get(url + "/metrics")[0] == 503
+    store.publish(RenderedSnapshot(empty_snapshot("n", HEALTH, 1.0)))
+    assert get(url + "/readyz")[0] == 200
+    status, body = get(url + "/metrics")
+    assert status == 200
+    assert "guardian_exporter_nvml_up 0.0" in body
+    assert get(url + "/nope")[0] == 404
+
+
+def test_health_reflects_the_collector(serve: Any) -> None:
+    url = serve(ExporterApp(published(), max_requests=1, healthy=lambda: False))
+    assert get(url + "/healthz")[0] == 503
+
+
+def test_concurrent_scrapes_beyond_the_cap_get_503() -> None:
+    store = published()
+    app = ExporterApp(store, max_requests=1)
+    release = threading.Event()
+    entered = threading.Event()
+    assert store.current is not None
+    original = store.current.body
+
+    def slow_body(accept: str | None) -> tuple[bytes, str]:
+        entered.set()
+        release.wait(10)
+        return original(accept)
+
+    store.current.body = slow_body  # type: ignore[method-assign]
+    statuses: list[str] = []
+
+    def scrape() -> None:
+        app({"PATH_INFO": "/metrics"}, lambda status, headers: statuses.append(status))
+
+    first = threading.Thread(target=scrape)
+    first.start()
+    assert entered.wait(10)
+    scrape()  # the second concurrent scrape
+    release.set()
+    first.join(10)
+    assert sorted(statuses) == ["200 OK", "503 Service Unavailable"]
+
+
+def test_basic_auth(serve: Any, tmp_path: Path) -> None:
+    users = {"prom": bcrypt.hashpw(b"s3cret", bcrypt.gensalt(rounds=4))}
+    url = serve(ExporterApp(published(), max_requests=2, users=users))
+
+    def auth(user: str, password: str) -> dict[str, str]:
+        return {
+            "Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+        }
+
+    assert get(url + "/metrics")[0] == 401
+    assert get(url + "/metrics", auth("prom", "wrong"))[0] == 401
+    assert get(url + "/metrics", auth("nobody", "s3cret"))[0] == 401
+    assert get(url + "/metrics", {"Authorization": "Basic !!!"})[0] == 401
+    assert get(url + "/metrics", auth("prom", "s3cret"))[0] == 200
+    assert get(url + "/healthz")[0] == 200  # probes need no credentials
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is not installed, so no test certificate can be made")
+    d = tmp_path_factory.mktemp("tls")
+    cert, key = d / "cert.pem", d / "key.pem"
+    argv = [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+    argv += ["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+    subprocess.run([*argv, "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    return cert, key
+
+
+def test_tls(serve: Any, certificate: tuple[Path, Path]) -> None:
+    cert, key = certificate
+    url = serve(ExporterApp(published(), max_requests=2), certfile=str(cert), keyfile=str(key))
+    context = ssl.create_default_context(cafile=str(cert))
+    status, body = get(url + "/metrics", context=context)
+    assert status == 200
+    assert "guardian_exporter_nvml_up" in body
+    with pytest.raises(OSError, match=r"reset|Remote end closed|EOF|Bad"):  # plain HTTP: no answer
+        get(url.replace("https", "http") + "/metrics")
+    # A client that never finishes its handshake does not block other scrapes.
+    with socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1]))):
+        assert get(url + "/healthz", context=context)[0] == 200
