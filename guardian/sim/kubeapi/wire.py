@@ -143,6 +143,7 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             )
             if fault is not None:
                 if fault.delay and self.server.stopping.wait(fault.delay):
+                    self._record(record, 0)  # the server stopped before answering
                     return
                 if fault.disconnect:
                     self._record(record, 0)
