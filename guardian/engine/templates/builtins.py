@@ -40,7 +40,7 @@ def _comparable(value: object) -> bool:
 def eq(arg1: object, *args: object) -> bool:
     a1 = _indirect_interface(arg1)
     if a1 is not MISSING and not _comparable(a1):
-        raise FuncError(_BAD_TYPE)
+        raise FuncError(f"non-comparable type {sprint(a1)}: {go_type_name(a1)}")
     if not args:
         raise FuncError("missing argument for comparison")
     k1 = _basic_kind(a1)

@@ -237,12 +237,20 @@ class State:
         args: list[n.Node] | None,
         final: object,
     ) -> object:
+        from_iface = False  # an element of map[string]interface {} has static type interface {}
         for name in names[:-1]:
-            receiver = self.eval_field(name, None, _NO_FINAL, receiver)
-        return self.eval_field(names[-1], args, final, receiver)
+            next_iface = isinstance(receiver, ArgsMap)
+            receiver = self.eval_field(name, None, _NO_FINAL, receiver, from_iface)
+            from_iface = next_iface
+        return self.eval_field(names[-1], args, final, receiver, from_iface)
 
     def eval_field(
-        self, name: str, args: list[n.Node] | None, final: object, receiver: object
+        self,
+        name: str,
+        args: list[n.Node] | None,
+        final: object,
+        receiver: object,
+        from_iface: bool = False,
     ) -> object:
         if receiver is MISSING:
             return MISSING
@@ -268,7 +276,8 @@ class State:
             if has_args:
                 raise self.errorf(f"{name} is not a method but has arguments")
             return receiver.get(name, None if isinstance(receiver, ArgsMap) else "")
-        raise self.errorf(f"can't evaluate field {name} in type {go_type_name(receiver)}")
+        type_name = "interface {}" if from_iface else go_type_name(receiver)
+        raise self.errorf(f"can't evaluate field {name} in type {type_name}")
 
     def eval_function(
         self,

@@ -225,7 +225,7 @@ class Parser:
             if not isinstance(end, n.End):
                 raise self.error(f"unexpected {end} in {context}")
             self.definitions[name] = body
-        return n.TemplateCall(tok.pos, name, pipe)
+        return n.TemplateCall(name_tok.pos, name, pipe)
 
     def pipeline(self, context: str, end: Tok) -> n.Pipe:
         pipe = n.Pipe(self.peek_non_space().pos)

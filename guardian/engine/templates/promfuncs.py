@@ -88,12 +88,11 @@ def humanize_duration(value: object) -> str:
         sign = ""
         if v < 0:
             sign, v = "-", -v
-        # int64(v) saturates in Go on overflow; clamp the same way.
-        duration = int(v) if v < 2**63 else 2**63 - 1
-        seconds = duration % 60
-        minutes = (duration // 60) % 60
-        hours = (duration // 3600) % 24
-        days = duration // 86400
+        duration = _go_int64(v)
+        seconds = _rem(duration, 60)
+        minutes = _rem(_quo(duration, 60), 60)
+        hours = _rem(_quo(_quo(duration, 60), 60), 24)
+        days = _quo(_quo(_quo(duration, 60), 60), 24)
         if days:
             return f"{sign}{days}d {hours}h {minutes}m {seconds}s"
         if hours:
@@ -110,6 +109,23 @@ def humanize_duration(value: object) -> str:
     return f"{_g4(v)}{prefix}s"
 
 
+def _go_int64(v: float) -> int:
+    """``int64(v)`` on amd64: truncation, and the minimum int64 when out of range."""
+    if math.isnan(v) or not -(2.0**63) <= v < 2.0**63:
+        return -(2**63)
+    return int(v)
+
+
+def _quo(a: int, b: int) -> int:
+    """Go's integer division, truncating toward zero."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _rem(a: int, b: int) -> int:
+    return a - b * _quo(a, b)
+
+
 def humanize_percentage(value: object) -> str:
     return _g4(_to_float(value) * 100) + "%"
 
@@ -123,9 +139,8 @@ def _float_to_time(v: float) -> GoTime:
             f"{format_go_value(v)} cannot be represented as a nanoseconds timestamp "
             "since it overflows int64"
         )
-    ns = int(nanos)
     # model.TimeFromUnixNano keeps whole milliseconds, truncating toward zero.
-    millis = abs(ns) // 1_000_000 * (1 if ns >= 0 else -1)
+    millis = _quo(_go_int64(nanos), 1_000_000)
     return GoTime(millis * 1_000_000)
 
 
