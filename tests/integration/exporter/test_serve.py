@@ -1,0 +1,121 @@
+"""`guardian-exporter serve` as a real process: simulated scenarios and the stub NVML library."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from exporter.sim.stubnvml import SCENARIO_ENV
+from tests.integration.exporter.conftest import Running, Series
+
+pytestmark = pytest.mark.e2e
+
+SCENARIOS = Path(str(resources.files("exporter.sim").joinpath("scenarios")))
+FIXTURE_PROC = Path(__file__).resolve().parents[2] / "fixtures" / "exporter" / "proc"
+GPU = "GPU-aaaaaaaa-0000-4000-8000-000000000001"
+# Fixture pids: 1006 is a v2 systemd/containerd pod, 1017 a host service.
+POD_1006 = "000003ee-1b2c-4d3e-8f90-a1b2c3d4e5ee"
+STUB = f"""driver 550.54.15
+gpu {GPU} 85899345920 2147483648 37 41 75500 123456 NVIDIA A100-SXM4-80GB
+proc {GPU} c 1006 1073741824
+proc {GPU} c 1017 536870912
+putil {GPU} 1006 1700000000000000 40
+"""
+
+
+def names(series: Series) -> set[str]:
+    return set(series)
+
+
+def value(series: Series, name: str, **labels: str) -> float:
+    hits = [v for lbl, v in series.get(name, []) if labels.items() <= lbl.items()]
+    assert len(hits) == 1, (name, labels, series.get(name))
+    return hits[0]
+
+
+def test_simulated_scenario_serves_real_metrics_and_stops_on_sigterm(
+    exporter_process: Callable[..., Running],
+) -> None:
+    running = exporter_process(
+        "--backend", "simulated", "--scenario", str(SCENARIOS / "shared-node.yaml"),
+        "--interval", "0.5", env={"NODE_NAME": "gpu-node-1"},
+    )  # fmt: skip
+    got = running.wait_for(lambda s: "guardian_gpu_busy_seconds_total" in s)
+    assert value(got, "guardian_exporter_nvml_up") == 1
+    assert {lbl["node"] for lbl, _ in got["guardian_gpu_info"]} == {"gpu-node-1"}
+    pods = {lbl["pod_uid"] for lbl, _ in got["guardian_pod_gpu_memory_used_bytes"]}
+    assert pods == {
+        "3f6e1a2b-7c8d-4e9f-a0b1-c2d3e4f5a6b7",
+        "5a4b3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d",
+        "8c7b6a59-4837-4261-9504-a3b2c1d0e9f8",
+    }
+    uuid = "GPU-7d3b9b5f-4a2c-4d3e-8f90-1b2c3d4e5f60"
+    assert value(got, "guardian_gpu_unattributed_memory_used_bytes", uuid=uuid) == 4 << 30
+    assert running.get("/healthz")[0] == 200
+    running.proc.send_signal(signal.SIGTERM)
+    assert running.proc.wait(10) == 0
+
+
+def test_nvml_backend_through_the_stub_library(
+    exporter_process: Callable[..., Running], stub_dir: Path, tmp_path: Path
+) -> None:
+    scenario = tmp_path / "stub.txt"
+    scenario.write_text(STUB)
+    running = exporter_process(
+        "--backend", "nvml", "--proc-root", str(FIXTURE_PROC), "--interval", "0.3",
+        env={"LD_LIBRARY_PATH": str(stub_dir), SCENARIO_ENV: str(scenario)},
+    )  # fmt: skip
+    got = running.wait_for(lambda s: "guardian_gpu_info" in s)
+    assert value(got, "guardian_gpu_power_watts", uuid=GPU) == 75.5
+    assert value(got, "guardian_gpu_energy_joules_total", uuid=GPU) == 123.456
+    assert value(got, "guardian_pod_gpu_memory_used_bytes", pod_uid=POD_1006) == 1 << 30
+    assert value(got, "guardian_pod_gpu_sm_utilization_ratio", pod_uid=POD_1006) == 0.4
+    assert value(got, "guardian_gpu_unattributed_memory_used_bytes", uuid=GPU) == 512 << 20
+    # The pod's process exits: its series go with the next collection.
+    scenario.write_text(STUB.replace(f"proc {GPU} c 1006 1073741824\n", ""))
+    got = running.wait_for(lambda s: not s.get("guardian_pod_gpu_memory_used_bytes"))
+    assert "guardian_pod_gpu_processes" not in got or not got["guardian_pod_gpu_processes"]
+    # The GPU falls off the bus mid-cycle, then comes back: down, then re-initialised.
+    scenario.write_text(STUB + f"fail nvmlDeviceGetPowerUsage {GPU} 15\n")
+    got = running.wait_for(lambda s: value(s, "guardian_exporter_nvml_up") == 0)
+    assert "guardian_gpu_info" not in got or not got["guardian_gpu_info"]
+    assert value(got, "guardian_exporter_errors_total", op="power_usage", kind="gpu_is_lost") >= 1
+    scenario.write_text(STUB)
+    running.wait_for(lambda s: value(s, "guardian_exporter_nvml_up") == 1, timeout=30)
+
+
+def test_missing_library_keeps_serving_with_nvml_down(
+    exporter_process: Callable[..., Running], tmp_path: Path
+) -> None:
+    running = exporter_process(
+        "--backend", "nvml", "--interval", "0.3", env={"LD_LIBRARY_PATH": str(tmp_path)}
+    )
+    got = running.series()
+    assert value(got, "guardian_exporter_nvml_up") == 0
+    assert value(got, "guardian_exporter_errors_total", op="init", kind="library_not_found") >= 1
+    assert running.get("/healthz")[0] == 200
+    assert running.proc.poll() is None
+
+
+def test_a_hung_nvml_call_does_not_freeze_metrics(
+    exporter_process: Callable[..., Running], stub_dir: Path, tmp_path: Path
+) -> None:
+    scenario = tmp_path / "stub.txt"
+    scenario.write_text(STUB)
+    running = exporter_process(
+        "--backend", "nvml", "--proc-root", str(FIXTURE_PROC),
+        "--interval", "0.3", "--collect-timeout", "0.5",
+        env={"LD_LIBRARY_PATH": str(stub_dir), SCENARIO_ENV: str(scenario)},
+    )  # fmt: skip
+    running.wait_for(lambda s: "guardian_gpu_info" in s)
+    scenario.write_text(STUB + f"hang nvmlDeviceGetPowerUsage {GPU} 10000\n")
+    got = running.wait_for(lambda s: value(s, "guardian_exporter_snapshot_stale") == 1)
+    assert value(got, "guardian_gpu_memory_used_bytes", uuid=GPU) == 2147483648  # last good
+    # Served from the snapshot while the call is still stuck, not from NVML.
+    assert running.get("/metrics", timeout=5)[0] == 200
+    scenario.write_text(STUB)
+    running.wait_for(lambda s: value(s, "guardian_exporter_snapshot_stale") == 0, timeout=30)
