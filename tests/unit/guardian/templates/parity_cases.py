@@ -44,10 +44,10 @@ _VALUE_TEMPLATES = [
 
 _LABEL_TEMPLATES = [
     "{{ $labels.instance }} on {{ $labels.job }}",
-    "{{ .Labels.pod }}/{{ index $labels \"gpu\" }}/{{ $labels.missing }}|{{ .Labels.missing }}",
+    '{{ .Labels.pod }}/{{ index $labels "gpu" }}/{{ $labels.missing }}|{{ .Labels.missing }}',
     "{{ $labels }}",
     "{{ .Labels }}|{{ .ExternalLabels }}|{{ $externalLabels }}|{{ $externalURL }}",
-    "{{ toUpper $labels.job }} {{ toLower \"MiXeD\" }} {{ title \"hello gpu-world_x fOO\" }}",
+    '{{ toUpper $labels.job }} {{ toLower "MiXeD" }} {{ title "hello gpu-world_x fOO" }}',
     "{{ stripPort $labels.instance }}|{{ stripDomain $labels.instance }}",
     '{{ stripPort "[::1]:9090" }}|{{ stripPort "nohost" }}|{{ stripDomain "10.0.0.1:80" }}',
     '{{ stripDomain "a.b.c" }}|{{ stripDomain "[fe80::1]:9" }}|{{ stripPort "a:b:c" }}',
@@ -58,30 +58,30 @@ _LABEL_TEMPLATES = [
     "{{ range $k, $v := $labels }}{{ $k }}={{ $v }};{{ end }}",
     "{{ range $labels }}{{ . }},{{ else }}none{{ end }}",
     "{{ with $labels.pod }}pod {{ . }}{{ end }}{{ with $labels.nope }}x{{ else }}no{{ end }}",
-    "{{ if and $labels.pod (eq $labels.job \"node\") }}yes{{ end }}|{{ or $labels.nope \"dflt\" }}",
+    '{{ if and $labels.pod (eq $labels.job "node") }}yes{{ end }}|{{ or $labels.nope "dflt" }}',
     '{{ if not $labels.nope }}empty{{ end }}|{{ len $labels }}|{{ len "héllo" }}',
     '{{ if ne $labels.gpu "1" }}ne{{ end }}|{{ if ge "b" "a" }}ge{{ end }}|{{ le 1 2 }}',
     '{{ $x := "a" }}{{ $x = "b" }}{{ $x }}{{ if true }}{{ $x = "c" }}{{ end }}{{ $x }}',
-    "{{- /* comment */ -}}\n  trimmed  {{- \" x \" -}}  \n",
+    '{{- /* comment */ -}}\n  trimmed  {{- " x " -}}  \n',
     '{{ "esc\\t\\"q\\"\\u00e9" }}|{{ `raw\\n` }}|{{ 0x1F }}|{{ 1_000 }}|{{ 1e3 }}|{{ \'a\' }}',
     '{{ html "<a href=\'x\'>&</a>" }}|{{ js "it\'s <b>\\"x\\" = 1" }}|{{ urlquery "a b&c/é" }}',
     '{{ printf "%q|%x|%X|%5s|%-5s|%.2s|%05d|%+d|%c|%U|%o|%b" "hi" "hi" 255 "ab" "ab" "abc" 42 7 65 65 8 5 }}',
     '{{ printf "%d %d" 1 }}|{{ printf "%d" 1 2 }}|{{ printf "%!" }}|{{ printf "%z" 1 }}|{{ printf "%v" nil }}',
     '{{ printf "%s" $labels }}|{{ printf "%v|%t" true true }}|{{ printf "%T %T %T" 1 "a" 1.5 }}',
     '{{ print "a" 1 2 "b" 3.5 }}|{{ print 1 2 }}|{{ println "x" 1 }}',
-    "{{ humanize 1234 }}|{{ humanize \"2.5e-9\" }}|{{ humanize1024 \"1048576\" }}|{{ humanize 0.001 }}",
-    "{{ humanizeDuration 3661 }}|{{ humanizeDuration \"-90061\" }}|{{ humanizeDuration 59.99 }}",
-    "{{ humanizeDuration 0.00000012 }}|{{ humanizePercentage \"0.5\" }}|{{ humanize -12345 }}",
-    "{{ humanizeTimestamp 0 }}|{{ humanizeTimestamp \"1.5e9\" }}|{{ humanize1024 -2048 }}",
+    '{{ humanize 1234 }}|{{ humanize "2.5e-9" }}|{{ humanize1024 "1048576" }}|{{ humanize 0.001 }}',
+    '{{ humanizeDuration 3661 }}|{{ humanizeDuration "-90061" }}|{{ humanizeDuration 59.99 }}',
+    '{{ humanizeDuration 0.00000012 }}|{{ humanizePercentage "0.5" }}|{{ humanize -12345 }}',
+    '{{ humanizeTimestamp 0 }}|{{ humanizeTimestamp "1.5e9" }}|{{ humanize1024 -2048 }}',
     '{{ humanize "inf" }}|{{ humanize "-Inf" }}|{{ humanize "NaN" }}|{{ humanize "0x1p4" }}',
     '{{ parseDuration "1h30m" }}|{{ parseDuration "1d" }}|{{ parseDuration "0" }}|{{ parseDuration "90s5ms" }}',
     '{{ (args 1 "x").arg1 }}|{{ (args 1).arg5 }}|{{ args }}',
     '{{ safeHtml "<b>" }}|{{ graphLink "up == 0" }}|{{ tableLink "rate(x[5m])" }}',
-    "{{ template \"t\" . }}{{ define \"t\" }}T:{{ .Labels.job }}{{ end }}",
+    '{{ template "t" . }}{{ define "t" }}T:{{ .Labels.job }}{{ end }}',
     "{{ range $i, $e := (args 1 2) }}{{ $i }}:{{ $e }} {{ end }}",
-    "{{ $labels.job | printf \"%s-%s\" \"pre\" }}|{{ \"x\" | printf \"%s%s\" \"y\" | toUpper }}",
-    "{{ (index $labels \"job\") }}|{{ index (args \"q\") \"arg0\" }}|{{ index \"abc\" 1 }}",
-    "{{ 3 | printf \"%d\" }}|{{ -3 }}|{{ 1.50 }}|{{ 017 }}|{{ 0b101 }}",
+    '{{ $labels.job | printf "%s-%s" "pre" }}|{{ "x" | printf "%s%s" "y" | toUpper }}',
+    '{{ (index $labels "job") }}|{{ index (args "q") "arg0" }}|{{ index "abc" 1 }}',
+    '{{ 3 | printf "%d" }}|{{ -3 }}|{{ 1.50 }}|{{ 017 }}|{{ 0b101 }}',
 ]
 
 _ERROR_TEMPLATES = [
@@ -90,9 +90,9 @@ _ERROR_TEMPLATES = [
     "{{ humanize nil }}",
     "{{ gt $value 80 }}",
     "{{ eq $value 1 }}",
-    '{{ toUpper 1 }}',
+    "{{ toUpper 1 }}",
     '{{ toUpper (safeHtml "x") }}',
-    '{{ index $labels 1 }}',
+    "{{ index $labels 1 }}",
     '{{ index "abc" 5 }}',
     "{{ len 3 }}",
     "{{ .Labels.job.x }}",
@@ -101,25 +101,25 @@ _ERROR_TEMPLATES = [
     "{{ range 5 }}x{{ end }}",
     '{{ reReplaceAll "(" "" "x" }}',
     '{{ match "[a" "x" }}',
-    '{{ first (args 1) }}',
+    "{{ first (args 1) }}",
     '{{ label "x" "y" }}',
     '{{ parseDuration "5x" }}',
     '{{ parseDuration "" }}',
     "{{ humanizeTimestamp 1e300 }}",
-    "{{ toTime \"NaN\" }}",
+    '{{ toTime "NaN" }}',
     "{{ humanize }}",
     "{{ humanize 1 2 }}",
     "{{ lt true false }}",
-    "{{ lt 1 \"a\" }}",
+    '{{ lt 1 "a" }}',
     "{{ eq $labels $labels }}",
     "{{ eq }}",
     "{{ and }}",
-    "{{ \"a\" 1 }}",
-    "{{ $value | printf \"%.1f\" | humanize }}",
+    '{{ "a" 1 }}',
+    '{{ $value | printf "%.1f" | humanize }}',
     '{{ template "nope" }}',
     "{{ len (args 1).arg9 }}",
     '{{ humanize1024 "1_0" }}',
-    "{{ humanize \"1e400\" }}",
+    '{{ humanize "1e400" }}',
     "{{ index nil 1 }}",
     '{{ humanize "0x10" }}',
     "{{ nil | print }}",
@@ -127,9 +127,43 @@ _ERROR_TEMPLATES = [
     "{{ (args 1).arg0.x }}",
 ]
 
+# PromQL the query templates run, with the result Prometheus gives on the probe data.
+_KBA = 'vector(1) or label_replace(vector(2), "k", "b", "", "") or label_replace(vector(3), "k", "a", "", "")'
+QUERIES: dict[str, list[tuple[dict[str, str], float]]] = {
+    "m": [
+        (
+            {
+                "__name__": "m",
+                "gpu": "0",
+                "instance": "gpu-1.example.com:9100",
+                "job": "node",
+                "pod": "train-7f9c",
+            },
+            7.0,
+        )
+    ],
+    "vector(42)": [({}, 42.0)],
+    "absent_metric": [],
+    _KBA: [({}, 1.0), ({"k": "b"}, 2.0), ({"k": "a"}, 3.0)],
+}
+
+_QUERY_TEMPLATES = [
+    '{{ query "m" | first | value }}|{{ with query "m" }}{{ . | first | label "job" }}{{ end }}',
+    '{{ (query "vector(42)" | first).Value }}|{{ range query "m" }}{{ .Labels.pod }}={{ .Value }}{{ end }}',
+    '{{ with query "absent_metric" }}some{{ else }}none{{ end }}|{{ len (query "absent_metric") }}',
+    "{{ range $i, $s := query `" + _KBA + "` }}{{ $i }}:{{ $s.Labels.k }}={{ $s.Value }} {{ end }}",
+    '{{ range sortByLabel "k" (query `' + _KBA + '`) }}{{ label "k" . }}{{ value . }},{{ end }}',
+    '{{ query "m" | first | strvalue }}|{{ first (query "m") }}',
+    '{{ query "absent_metric" | first }}',
+    '{{ query "vector(42)" | first | value | humanize }}|{{ printf "%.1f" (query "m" | first | value) }}',
+    '{{ query "vector(" }}',
+]
+
 CASES: list[tuple[str, str]] = [
     *((value, text) for value in VALUES for text in _VALUE_TEMPLATES),
     *(("1234567", text) for text in _LABEL_TEMPLATES),
     *(("0.25", text) for text in _ERROR_TEMPLATES),
+    *(("7", text) for text in _QUERY_TEMPLATES),
 ]
+VALUES["7"] = 7.0
 VALUES["0.25"] = 0.25

@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import pytest
 
-from guardian.engine.templates import TemplateContext, parse_alert_template
+from guardian.engine.templates import QuerySample, TemplateContext, parse_alert_template
 from tests.unit.guardian.templates.conftest import load_parity_cases
-from tests.unit.guardian.templates.parity_cases import CASES, VALUES
+from tests.unit.guardian.templates.parity_cases import CASES, QUERIES, VALUES
 from tests.unit.guardian.templates.promtool_harness import ALERT, LABELS
 
 RECORDED = load_parity_cases()
 
 
+def fake_query(expr: str) -> list[QuerySample]:
+    """What Prometheus answers for the PromQL used in the cases; a bad expression fails."""
+    if expr not in QUERIES:
+        raise ValueError("1:8: parse error: unclosed left parenthesis")
+    return [QuerySample(labels, value) for labels, value in QUERIES[expr]]
+
+
 def expand_like_promtool(value: str, template: str) -> str:
-    ctx = TemplateContext(labels=LABELS, value=VALUES[value])
+    ctx = TemplateContext(labels=LABELS, value=VALUES[value], query=fake_query)
     return parse_alert_template(template, ALERT).expand(ctx)
 
 
