@@ -21,6 +21,7 @@ from typing import Any
 
 import requests
 from prometheus_api_client import PrometheusConnect
+from urllib3.exceptions import MaxRetryError, NewConnectionError, TimeoutError
 from urllib3.util.retry import Retry
 
 from guardian.model.errors import PermanentError, TransientError
@@ -113,6 +114,21 @@ def _error_text(response: requests.Response) -> tuple[str, str]:
         return str(body.get("errorType", "")), str(body.get("error", ""))
     except ValueError:
         return "", response.text[:500]
+
+
+def _is_timeout(exc: requests.RequestException) -> bool:
+    if isinstance(exc, requests.Timeout):
+        return True
+    # With a Retry adapter, urllib3 wraps a read timeout in MaxRetryError and requests
+    # raises it as a ConnectionError.
+    cause = exc.args[0] if exc.args else None
+    reason = getattr(cause, "reason", None)
+    # NewConnectionError (refused) subclasses ConnectTimeoutError in urllib3; it is not one.
+    return (
+        isinstance(cause, MaxRetryError)
+        and isinstance(reason, TimeoutError)
+        and not isinstance(reason, NewConnectionError)
+    )
 
 
 def _parse_value(pair: Any) -> float:
@@ -210,11 +226,12 @@ class PrometheusQuerier:
                 cert=client._session.cert,
                 timeout=self.access.timeout_seconds,
             )
-        except requests.Timeout as exc:
-            raise QueryFailedError(
-                f"query timed out after {self.access.timeout_seconds}s: {exc}", reason="timeout"
-            ) from exc
         except requests.RequestException as exc:
+            if _is_timeout(exc):
+                raise QueryFailedError(
+                    f"query timed out after {self.access.timeout_seconds}s: {exc}",
+                    reason="timeout",
+                ) from exc
             raise QueryFailedError(
                 f"cannot reach {client.url}: {exc}", reason="connection"
             ) from exc

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from guardian.cli import dcgm_cmd
+from guardian.cli import dcgm_cmd, engine_cmds, rules_check_cmd
 from guardian.cli._common import placeholder
 
 SubParsers = argparse._SubParsersAction
 
 
 def register_all(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
-    _placeholder(subparsers, "eval", "evaluate every rule group once and print the alerts", 5)
-    _placeholder(subparsers, "run", "run the scheduled rule engine and remediation loop", 5)
+    engine_cmds.register(subparsers)
     _register_rules(subparsers)
     _register_policies(subparsers)
     _placeholder(subparsers, "restore", "restore a reclaimed workload: NAMESPACE/KIND/NAME", 7)
@@ -32,7 +31,7 @@ def _placeholder(
 def _register_rules(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     rules = subparsers.add_parser("rules", help="check, render and unit-test rule files")
     rules_sub = rules.add_subparsers(dest="rules_command", metavar="RULES_COMMAND", required=True)
-    _placeholder(rules_sub, "check", "validate rule files as the engine loads them", 6)
+    rules_check_cmd.register(rules_sub)
     _placeholder(rules_sub, "render", "render rule files as PrometheusRule or a rule file", 6)
     _placeholder(rules_sub, "test", "run promtool-format rule tests through the engine", 6)
 

@@ -92,7 +92,10 @@ class QueryProxy:
         if body:
             params.update(urllib.parse.parse_qsl(body.decode()))
         with self._lock:
-            self.requests.append({"path": parsed.path, **params})
+            record = {"path": parsed.path, **params}
+            if handler.headers.get("Authorization"):
+                record["authorization"] = handler.headers["Authorization"]
+            self.requests.append(record)
             behaviour = ProxyBehaviour(**vars(self.behaviour))
         if behaviour.delay_seconds:
             time.sleep(behaviour.delay_seconds)
@@ -116,7 +119,12 @@ class QueryProxy:
             self.upstream.rstrip("/") + handler.path,
             data=body or None,
             method=handler.command,
-            headers={k: v for k, v in handler.headers.items() if k.lower() != "host"},
+            # Identity encoding: the body may be rewritten (warnings) and is sent back as is.
+            headers={
+                k: v
+                for k, v in handler.headers.items()
+                if k.lower() not in ("host", "accept-encoding")
+            },
         )
         try:
             with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310

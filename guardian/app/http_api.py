@@ -1,0 +1,115 @@
+"""The engine's HTTP endpoint: ``/api/v1/alerts`` (Prometheus's shape), ``/healthz``,
+``/readyz`` and ``/metrics``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+import threading
+from datetime import UTC, datetime
+from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from guardian.app.rule_engine import ActiveAlert, RuleEngine
+
+logger = logging.getLogger(__name__)
+
+
+def format_api_value(value: float) -> str:
+    """Go's strconv.FormatFloat(v, 'e', -1, 64), as /api/v1/alerts prints ``value``."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if value == 0:
+        return "-0e+00" if math.copysign(1, value) < 0 else "0e+00"
+    text = format(Decimal(repr(value)).normalize(), "e")
+    mantissa, exponent = text.split("e")
+    sign = exponent[0] if exponent[0] in "+-" else "+"
+    digits = exponent.lstrip("+-")
+    return f"{mantissa}e{sign}{digits.zfill(2)}"
+
+
+def rfc3339(ts: float) -> str:
+    moment = datetime.fromtimestamp(ts, tz=UTC)
+    text = moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return re.sub(r"\.000Z$", "Z", text)
+
+
+def alert_json(item: ActiveAlert) -> dict[str, Any]:
+    alert = item.alert
+    out: dict[str, Any] = {
+        "labels": alert.labels.to_dict(),
+        "annotations": alert.annotations.to_dict(),
+        "state": alert.state.value,
+        "activeAt": rfc3339(alert.active_at),
+        "value": format_api_value(alert.value),
+    }
+    if alert.keep_firing_since is not None:
+        out["keepFiringSince"] = rfc3339(alert.keep_firing_since)
+    return out
+
+
+class EngineHTTPServer:
+    def __init__(self, engine: RuleEngine, host: str, port: int) -> None:
+        self.engine = engine
+        server_self = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: object) -> None:
+                logger.debug("http: %s", format % args)
+
+            def do_GET(self) -> None:
+                server_self._handle(self)
+
+        self._server = ThreadingHTTPServer((host, port), Handler)
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def address(self) -> tuple[str, int]:
+        host, port = self._server.server_address[:2]
+        return str(host), int(port)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        path = handler.path.split("?", 1)[0]
+        try:
+            if path == "/api/v1/alerts":
+                alerts = [alert_json(a) for a in self.engine.active_alerts()]
+                body = {"status": "success", "data": {"alerts": alerts}}
+                self._reply(handler, 200, json.dumps(body).encode(), "application/json")
+            elif path == "/healthz":
+                self._reply(handler, 200, b"ok\n", "text/plain")
+            elif path == "/readyz":
+                ready = self.engine.ready()
+                text = b"ready\n" if ready else b"waiting for the first evaluation of every group\n"
+                self._reply(handler, 200 if ready else 503, text, "text/plain")
+            elif path == "/metrics":
+                data = generate_latest(self.engine.metrics.registry)
+                self._reply(handler, 200, data, CONTENT_TYPE_LATEST)
+            else:
+                self._reply(handler, 404, b"not found\n", "text/plain")
+        except Exception:
+            logger.exception("http: %s failed", path)
+            self._reply(handler, 500, b"internal error\n", "text/plain")
+
+    @staticmethod
+    def _reply(handler: BaseHTTPRequestHandler, status: int, body: bytes, ctype: str) -> None:
+        handler.send_response(status)
+        handler.send_header("Content-Type", ctype)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)

@@ -1,0 +1,115 @@
+"""``guardian run``: the scheduler, the HTTP endpoint, SIGTERM and SIGHUP.
+
+SIGTERM/SIGINT: stop scheduling, let the evaluation in progress finish, exit.
+SIGHUP: reload the config and rule files; an invalid new config is logged and the
+running one kept.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable, Mapping
+from types import FrameType
+
+from guardian.adapters.prometheus import PrometheusQuerier
+from guardian.app.http_api import EngineHTTPServer
+from guardian.app.scheduler import GroupScheduler
+from guardian.app.settings import Settings, load_settings
+from guardian.app.wiring import EngineParts, build_engine, compile_groups, prometheus_access
+from guardian.model.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+
+class EngineRunner:
+    def __init__(
+        self,
+        config_path: str,
+        env: Mapping[str, str],
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config_path = config_path
+        self.env = dict(env)
+        self.clock = clock
+        self.settings: Settings = load_settings(config_path, self.env)
+        self.parts: EngineParts = build_engine(self.settings)
+        self._stop = threading.Event()
+        self._reload = threading.Event()
+        self.scheduler = GroupScheduler(self.parts.engine, clock=clock)
+        host, port = self.settings.listen_host_port
+        self.http = EngineHTTPServer(self.parts.engine, host, port)
+
+    def request_stop(self, *_: object) -> None:
+        self._stop.set()
+
+    def request_reload(self, *_: object) -> None:
+        self._reload.set()
+
+    def install_signal_handlers(self) -> None:
+        def stop(signum: int, _frame: FrameType | None) -> None:
+            logger.info("received signal %s: finishing the current cycle", signum)
+            self.request_stop()
+
+        def reload(_signum: int, _frame: FrameType | None) -> None:
+            self.request_reload()
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGHUP, reload)
+
+    def reload(self) -> bool:
+        """Apply the config file as it is now. Returns False (and keeps the running
+        config) if it is invalid."""
+        try:
+            settings = load_settings(self.config_path, self.env)
+            groups = compile_groups(settings)
+        except ConfigError as exc:
+            logger.error("reload: keeping the running config; the new one is invalid:\n%s", exc)
+            return False
+        engine = self.parts.engine
+        if settings.state_path != self.settings.state_path:
+            logger.warning(
+                "reload: state_path changes need a restart; keeping %s", self.settings.state_path
+            )
+        if settings.prometheus != self.settings.prometheus:
+            querier = PrometheusQuerier(
+                prometheus_access(settings), observer=engine.metrics.observe_query
+            )
+            old = self.parts.querier
+            self.parts = EngineParts(engine, querier)
+            engine.query = querier.query
+            old.close()
+        engine.replace_groups(groups)
+        self.scheduler.reschedule()
+        self.settings = settings
+        logger.info("reload: %s rule group(s) loaded", len(groups))
+        return True
+
+    def run(self) -> int:
+        engine = self.parts.engine
+        found = engine.load_state()
+        logger.info(
+            "state %s: %s group(s) to restore; %s group(s) configured",
+            self.settings.state_path,
+            found,
+            len(engine.groups),
+        )
+        self.http.start()
+        logger.info("listening on %s:%s", *self.http.address)
+        self.scheduler.start()
+        try:
+            while not self._stop.is_set():
+                if self._reload.wait(timeout=0.2):
+                    self._reload.clear()
+                    self.reload()
+        finally:
+            self.scheduler.shutdown(wait=True)
+            self.http.stop()
+            self.parts.querier.close()
+            engine.close()
+            logger.info("stopped")
+        return 0

@@ -1,0 +1,55 @@
+"""``guardian rules check FILES...``: validate rule files as the engine loads them."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from guardian.adapters.prometheus import PrometheusAccess
+from guardian.app.rules_check import load_findings, missing_recorded_metrics
+from guardian.app.settings import load_settings
+from guardian.app.wiring import prometheus_access
+from guardian.cli._common import EXIT_FAILURE, EXIT_OK
+from guardian.model.errors import ConfigError
+
+SubParsers = argparse._SubParsersAction
+
+
+def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
+    text = "validate rule files as the engine loads them"
+    parser = subparsers.add_parser("check", help=text, description=text)
+    parser.add_argument("files", nargs="+", metavar="FILE", help="rule files")
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument(
+        "--prometheus-url",
+        help="also check that metrics recorded by these files exist in this Prometheus",
+    )
+    target.add_argument(
+        "--config", help="as --prometheus-url, with the Prometheus (and auth) of this config"
+    )
+    parser.set_defaults(handler=run_check)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    files, findings = load_findings(args.files)
+    access: PrometheusAccess | None = None
+    if args.prometheus_url:
+        access = PrometheusAccess(url=args.prometheus_url)
+    elif args.config:
+        try:
+            access = prometheus_access(load_settings(args.config, os.environ))
+        except ConfigError as exc:
+            print(f"guardian rules check: invalid configuration:\n{exc}", file=sys.stderr)
+            return EXIT_FAILURE
+    if files and access is not None:
+        findings.extend(missing_recorded_metrics(files, access))
+    for finding in findings:
+        print(finding)
+    if findings:
+        print(f"{len(findings)} problem(s) found", file=sys.stderr)
+        return EXIT_FAILURE
+    groups = sum(len(f.groups) for f in files)
+    rules = sum(len(g.rules) for f in files for g in f.groups)
+    print(f"ok: {len(files)} file(s), {groups} group(s), {rules} rule(s)")
+    return EXIT_OK

@@ -1,0 +1,126 @@
+"""The query adapter against a real Prometheus, directly and through a misbehaving proxy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from guardian.adapters.prometheus import (
+    PrometheusAccess,
+    PrometheusQuerier,
+    QueryFailedError,
+    QueryRejectedError,
+)
+from guardian.sim.prometheus import free_loopback_port
+from tests.integration.engine.conftest import T0, openmetrics, series
+
+pytestmark = pytest.mark.e2e
+
+DATA = openmetrics(series("m", {"a": [1.0] * 10, "b": [2.0] * 10}))
+
+
+def test_instant_query_at_the_evaluation_timestamp(prometheus: Any) -> None:
+    prom = prometheus(openmetrics=DATA)
+    outcomes: list[str] = []
+    querier = PrometheusQuerier(
+        PrometheusAccess(prom.url, timeout_seconds=5), observer=lambda o, _s: outcomes.append(o)
+    )
+
+    result = querier.query("m", T0 + 300)
+
+    assert sorted((s.labels["instance"], s.value) for s in result.samples) == [
+        ("a", 1.0),
+        ("b", 2.0),
+    ]
+    assert result.warnings == ()
+    assert querier.query("m", T0 - 3600).samples == ()  # before the data: nothing
+    scalar = querier.query("scalar(sum(m))", T0 + 60).samples
+    assert [(dict(s.labels), s.value) for s in scalar] == [({}, 3.0)]
+    assert outcomes == ["success", "success", "success"]
+    assert "m" in querier.metric_names()
+    querier.close()
+
+
+def test_bad_query_is_permanent_400_and_execution_error_is_422(prometheus: Any) -> None:
+    prom = prometheus(openmetrics=DATA)
+    querier = PrometheusQuerier(PrometheusAccess(prom.url, timeout_seconds=5))
+
+    with pytest.raises(QueryRejectedError, match="HTTP 400 bad_data") as bad:
+        querier.query("sum(", T0)
+    assert bad.value.reason == "bad_query"
+
+    with pytest.raises(QueryRejectedError, match="HTTP 422 execution") as execution:
+        querier.query("m + on() m", T0 + 60)  # many-to-many matching
+    assert execution.value.reason == "execution"
+
+
+def test_connection_refused_is_transient() -> None:
+    port = free_loopback_port()
+    querier = PrometheusQuerier(PrometheusAccess(f"http://127.0.0.1:{port}", timeout_seconds=2))
+
+    with pytest.raises(QueryFailedError) as info:
+        querier.query("up", T0)
+    assert info.value.reason == "connection"
+
+
+def test_503_timeout_warnings_and_thanos_parameters(prometheus: Any, query_proxy: Any) -> None:
+    prom = prometheus(openmetrics=DATA)
+    proxy = query_proxy(prom.url)
+    querier = PrometheusQuerier(PrometheusAccess(proxy.url, timeout_seconds=1, thanos=True))
+
+    proxy.behaviour.status = 503
+    with pytest.raises(QueryFailedError, match="HTTP 503 timeout") as unavailable:
+        querier.query("m", T0)
+    assert unavailable.value.reason == "timeout"
+    assert len(proxy.requests) == 1  # a 503 is not retried
+
+    proxy.behaviour.status = None
+    proxy.behaviour.delay_seconds = 1.5
+    with pytest.raises(QueryFailedError, match="timed out") as slow:
+        querier.query("m", T0)
+    assert slow.value.reason == "timeout"
+
+    proxy.behaviour.delay_seconds = 0
+    proxy.behaviour.warnings = ("store 10.0.0.1:10901 unreachable",)
+    result = querier.query("m", T0 + 60)
+    assert result.warnings == ("store 10.0.0.1:10901 unreachable",)
+    assert result.partial  # Thanos mode: a warned answer is a partial one
+    assert len(result.samples) == 2
+
+    last = proxy.requests[-1]
+    assert last["partial_response"] == "false"
+    assert last["dedup"] == "true"
+    assert last["time"] == f"{T0 + 60:.3f}"
+
+
+def test_bearer_token_file_is_reread(prometheus: Any, query_proxy: Any, tmp_path: Path) -> None:
+    prom = prometheus(openmetrics=DATA)
+    proxy = query_proxy(prom.url)
+    token = tmp_path / "token"
+    token.write_text("first\n")
+    querier = PrometheusQuerier(
+        PrometheusAccess(proxy.url, timeout_seconds=5, bearer_token_file=str(token))
+    )
+
+    querier.query("m", T0)
+    token.write_text("rotated")
+    querier.query("m", T0)
+
+    assert [r["authorization"] for r in proxy.requests] == ["Bearer first", "Bearer rotated"]
+    assert "partial_response" not in proxy.requests[0]
+
+
+def test_basic_auth(prometheus: Any, query_proxy: Any) -> None:
+    prom = prometheus(openmetrics=DATA)
+    proxy = query_proxy(prom.url)
+    querier = PrometheusQuerier(
+        PrometheusAccess(
+            proxy.url,
+            basic_auth_username="u",
+            basic_auth_password="p",  # noqa: S106
+        )
+    )
+    querier.query("m", T0)
+    assert proxy.requests[0]["authorization"] == "Basic dTpw"
