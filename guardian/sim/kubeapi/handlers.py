@@ -58,6 +58,8 @@ def verb_of(route: ResourceRoute, method: str, query: Mapping[str, str]) -> str:
 
 
 def handle(store: Store, route: ResourceRoute, verb: str, request: Request) -> Reply:
+    if route.rtype.namespaced and route.namespace is None and verb not in ("list", "watch"):
+        raise errors.ApiError(404, "the server could not find the requested resource")
     dry_run = request.query.get("dryRun") == "All"
     if route.subresource == "scale":
         return _scale(store, route, verb, request, dry_run)
@@ -159,7 +161,10 @@ def _list(store: Store, route: ResourceRoute, query: Mapping[str, str]) -> Reply
     if start is not None:
         items = [i for i in items if _item_key(i) > start]
     token = None
-    limit = int(query.get("limit") or 0)
+    try:
+        limit = int(query.get("limit") or 0)
+    except ValueError as exc:
+        raise errors.bad_request(f"limit must be an integer, not {query.get('limit')!r}") from exc
     if limit > 0 and len(items) > limit:
         remaining = len(items) - limit
         items = items[:limit]

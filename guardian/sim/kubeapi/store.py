@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import queue
 import threading
-import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -19,19 +18,12 @@ from typing import Any
 
 from guardian.sim.kubeapi import errors
 from guardian.sim.kubeapi.resources import ResourceType
-from guardian.sim.kubeapi.validation import apply_defaults, validate
+from guardian.sim.kubeapi.update import format_time, prepare_create, prepare_update, record_manager
 
 Obj = dict[str, Any]
 Predicate = Callable[[Mapping[str, Any]], bool]
 Clock = Callable[[], datetime]
 _Key = tuple[ResourceType, str, str]
-
-# Metadata the server owns: callers cannot change it through an update or patch.
-_SERVER_OWNED = ("uid", "creationTimestamp", "generation", "deletionTimestamp")
-
-
-def format_time(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)
@@ -127,33 +119,15 @@ class Store:
         manager: str | None = None,
     ) -> Obj:
         """Create ``obj``. ``seed`` keeps caller-given uid, timestamps and status (test setup)."""
-        new = copy.deepcopy(obj)
-        new["apiVersion"], new["kind"] = rtype.api_version, rtype.kind
-        meta = new.setdefault("metadata", {})
-        if not meta.get("name") and meta.get("generateName"):
-            meta["name"] = f"{meta['generateName']}{uuid.uuid4().hex[:5]}"
-        if rtype.namespaced:
-            meta["namespace"] = namespace
-        else:
-            meta.pop("namespace", None)
-        if not seed:
-            for owned in (*_SERVER_OWNED, "resourceVersion", "managedFields"):
-                meta.pop(owned, None)
-            if rtype.has_status and rtype.kind != "Namespace":
-                new.pop("status", None)
-        meta.pop("resourceVersion", None)
-        meta.setdefault("uid", str(uuid.uuid4()))
-        meta.setdefault("creationTimestamp", format_time(self._clock()))
-        meta.setdefault("generation", 1)
-        apply_defaults(rtype, new)
-        validate(rtype, new)
+        new = prepare_create(rtype, namespace, obj, seed=seed, now=format_time(self._clock()))
+        meta = new["metadata"]
         with self._lock:
             key = (rtype, namespace if rtype.namespaced else "", meta["name"])
             if key in self._objects:
                 raise errors.already_exists(rtype.plural, rtype.group, meta["name"])
             if rtype.namespaced and not seed and not self._namespace_exists(namespace):
                 raise errors.not_found("namespaces", "", namespace)
-            self._record_manager(new, manager, "Update")
+            record_manager(new, manager, "Update", format_time(self._clock()))
             if dry_run:
                 return new
             return self._commit("ADDED", rtype, key, new, None)
@@ -184,10 +158,10 @@ class Store:
             desired = change(copy.deepcopy(current))
             if not isinstance(desired, dict):
                 raise errors.bad_request("the result of the patch is not an object")
-            new = self._merge_update(rtype, current, desired, subresource, name, seed=seed)
+            new = prepare_update(rtype, current, desired, subresource, name, seed=seed)
             if new == current:
                 return copy.deepcopy(current)  # a no-op write does not bump the version
-            self._record_manager(new, manager, "Update")
+            record_manager(new, manager, "Update", format_time(self._clock()))
             if dry_run:
                 return new
             return self._commit("MODIFIED", rtype, key, new, current)
@@ -315,80 +289,6 @@ class Store:
     def _namespace_exists(self, namespace: str) -> bool:
         return namespace in self._namespaces
 
-    def _merge_update(
-        self,
-        rtype: ResourceType,
-        current: Obj,
-        desired: Obj,
-        subresource: str,
-        name: str,
-        *,
-        seed: bool,
-    ) -> Obj:
-        old_meta = current["metadata"]
-        meta = desired.get("metadata")
-        if not isinstance(meta, dict):
-            meta = desired["metadata"] = {}
-        wanted_rv = meta.get("resourceVersion")
-        if wanted_rv not in (None, "") and str(wanted_rv) != old_meta["resourceVersion"]:
-            raise errors.conflict(rtype.plural, rtype.group, name)
-        if meta.get("name", name) != name:
-            raise errors.bad_request(
-                f"the name of the object ({meta.get('name')}) does not match the name on "
-                f"the URL ({name})"
-            )
-        if meta.get("uid") not in (None, "", old_meta["uid"]):
-            raise errors.ApiError(
-                409,
-                f"Precondition failed: UID in precondition: {meta.get('uid')}, "
-                f"UID in object meta: {old_meta['uid']}",
-            )
-        if rtype.namespaced and meta.get("namespace") not in (None, "", old_meta["namespace"]):
-            raise errors.bad_request(
-                "the namespace of the provided object does not match the namespace sent on "
-                "the request"
-            )
-        if subresource == "status":
-            # Only status changes through /status.
-            new = copy.deepcopy(current)
-            new["status"] = copy.deepcopy(desired.get("status"))
-            if new["status"] is None:
-                new.pop("status")
-        else:
-            new = copy.deepcopy(desired)
-            new["apiVersion"], new["kind"] = rtype.api_version, rtype.kind
-            for key in ("name", "namespace", "resourceVersion", "managedFields", *_SERVER_OWNED):
-                if key in old_meta:
-                    new["metadata"][key] = old_meta[key]
-                else:
-                    new["metadata"].pop(key, None)
-            if rtype.has_status and not seed:
-                if "status" in current:
-                    new["status"] = copy.deepcopy(current["status"])
-                else:
-                    new.pop("status", None)
-            apply_defaults(rtype, new)
-            if _spec_of(new) != _spec_of(current):
-                new["metadata"]["generation"] = int(old_meta.get("generation", 1)) + 1
-        validate(rtype, new)
-        return new
-
-    def _record_manager(self, obj: Obj, manager: str | None, operation: str) -> None:
-        if not manager:
-            return
-        entries = obj["metadata"].setdefault("managedFields", [])
-        entry = {
-            "manager": manager,
-            "operation": operation,
-            "apiVersion": obj["apiVersion"],
-            "time": format_time(self._clock()),
-            "fieldsType": "FieldsV1",
-        }
-        entries[:] = [
-            e for e in entries if (e.get("manager"), e.get("operation")) != (manager, operation)
-        ]
-        entries.append(entry)
-
     def _commit(
         self, kind: str, rtype: ResourceType, key: _Key, new: Obj, previous: Obj | None
     ) -> Obj:
@@ -451,10 +351,6 @@ class Store:
         with self._lock:
             snapshot = [(key[0], copy.deepcopy(obj)) for key, obj in self._objects.items()]
         yield from snapshot
-
-
-def _spec_of(obj: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
 
 
 def _sort_key(item: tuple[_Key, Obj]) -> tuple[str, str]:

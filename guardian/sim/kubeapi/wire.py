@@ -124,7 +124,7 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         verb = self.command.lower()
         body: Any = None
         try:
-            body = _decode(raw)
+            body = _decode(raw, content_type)
             self._authorize()
             route = parse_path(self.server.registry, path)
             if isinstance(route, ResourceRoute):
@@ -342,9 +342,12 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             return True
 
 
-def _decode(raw: bytes) -> Any:
+def _decode(raw: bytes, content_type: str | None) -> Any:
     if not raw:
         return None
+    if content_type and "yaml" in content_type:
+        # Server-side apply (and YAML bodies) are out of this fake's scope.
+        raise errors.ApiError(415, f"the fake API server does not accept {content_type} bodies")
     try:
         return json.loads(raw)
     except ValueError as exc:
