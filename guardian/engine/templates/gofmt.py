@@ -151,6 +151,8 @@ def _fmt_str(text: str, verb: str, spec: _Spec) -> str:
             text = text[: spec.prec]
         return _pad(text, spec)
     if verb == "q":
+        if spec.prec is not None:
+            text = text[: spec.prec]
         if spec.sharp and _can_backquote(text):
             return _pad("`" + text + "`", spec)
         return _pad(go_quote(text), spec)

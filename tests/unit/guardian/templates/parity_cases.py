@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - the templates are data; long lines keep each case readable
 """Templates whose expansion is compared with real Prometheus 2.42 (``promtool test rules``).
 
 Each entry is (sample value in promtool's series syntax, template). The expected outputs live in
@@ -167,3 +168,18 @@ CASES: list[tuple[str, str]] = [
 ]
 VALUES["7"] = 7.0
 VALUES["0.25"] = 0.25
+
+_MORE_TEMPLATES = [
+    'a  {{- 1 -}}  b|{{-3}}|{{ 1 -}}\n\n x|{{ 2 }} {{- "" }}|{{/* c */}}',
+    '{{ range $i, $e := args 1 2 3 }}{{ if eq $i "arg1" }}{{ continue }}{{ end }}{{ $e }}{{ end }}',
+    "{{ range $i, $e := args 1 2 3 }}{{ if eq $e 2 }}{{ break }}{{ end }}{{ $e }}{{ end }}",
+    '{{ block "b" . }}B{{ .Labels.gpu }}{{ end }}|{{ $labels.job | len }}|{{ title "élan vital" }}',
+    '{{ match "(?i)NODE" $labels.job }}|{{ reReplaceAll "\\\\s+" "_" "a  b\\tc" }}|{{ reReplaceAll "[[:digit:]]+" "#" "a1b22" }}|{{ match "a$" "a\\n" }}',
+    '{{ reReplaceAll "^" ">" "x" }}|{{ reReplaceAll "$" "<" "x" }}|{{ reReplaceAll "" "." "ab" }}|{{ reReplaceAll "(a)" "$1x" "a" }}|{{ reReplaceAll "(a)" "${1}x$" "a" }}',
+    '{{ printf "%6.2f|%-8.3e|%08.3f|%+.1e|% d|%x|%X|%#x|%#o" 3.14159 1234.5 -3.14159 0.000123 5 -255 3.5 255 8 }}',
+    '{{ printf "%5t|%-5v|%3c|%q|%#q|%x|% x" true false 66 "a\\x00\\u2028b" "ok" "hé" "ab" }}',
+    '{{ printf "%.0f|%.0f|%.0f|%.3g|%.10g|%g|%G|%E" 0.5 1.5 2.5 0.0001234 1.0 1e-5 1e-7 1e300 }}',
+    '{{ printf "%*d|%-*d|%.*f" 5 42 4 7 2 3.14159 }}',
+    '{{ printf "%05s|%.1q|%10.4v|%-10d|" "ab" "xyz" 3.14159 -7 }}',
+]
+CASES += [("1234567", text) for text in _MORE_TEMPLATES]
