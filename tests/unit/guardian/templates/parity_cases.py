@@ -8,6 +8,10 @@ are, so the unit tests compare the engine with Prometheus's own output without r
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 VALUES = {
     "1234567": 1234567.0,
     "123456": 123456.0,
@@ -183,3 +187,11 @@ _MORE_TEMPLATES = [
     '{{ printf "%05s|%.1q|%10.4v|%-10d|" "ab" "xyz" 3.14159 -7 }}',
 ]
 CASES += [("1234567", text) for text in _MORE_TEMPLATES]
+
+PARITY_FILE = Path(__file__).with_name("parity_expected.json")
+
+
+def load_parity_cases() -> list[dict[str, Any]]:
+    """The (value, template, expected) triples recorded from promtool 2.42."""
+    data: list[dict[str, Any]] = json.loads(PARITY_FILE.read_text(encoding="utf-8"))
+    return data

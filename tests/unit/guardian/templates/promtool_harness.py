@@ -69,3 +69,33 @@ def promtool_expand(value: str, templates: Sequence[str], workdir: Path) -> list
         raise RuntimeError(f"promtool gave no annotations:\n{proc.stdout}\n{proc.stderr}")
     got = _parse_annotations(match.group(1))
     return [got.get(f"a{i:04d}", "") for i in range(len(templates))]
+
+
+def record(path: Path) -> None:
+    """Re-record ``parity_expected.json`` from promtool after editing ``parity_cases.py``.
+
+    Run: ``.venv/bin/python -m tests.unit.guardian.templates.promtool_harness``.
+    """
+    import json
+    import tempfile
+
+    from tests.unit.guardian.templates.parity_cases import CASES
+
+    by_value: dict[str, list[str]] = {}
+    for value, text in CASES:
+        by_value.setdefault(value, []).append(text)
+    results: dict[tuple[str, str], str] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for n, (value, texts) in enumerate(by_value.items()):
+            workdir = Path(tmp) / f"v{n}"
+            workdir.mkdir()
+            for text, out in zip(texts, promtool_expand(value, texts, workdir), strict=True):
+                results[(value, text)] = out
+    cases = [{"value": v, "template": t, "expected": results[(v, t)]} for v, t in CASES]
+    path.write_text(json.dumps(cases, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    from tests.unit.guardian.templates.parity_cases import PARITY_FILE
+
+    record(PARITY_FILE)

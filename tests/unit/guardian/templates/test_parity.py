@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from guardian.engine.templates import QuerySample, TemplateContext, parse_alert_template
-from tests.unit.guardian.templates.conftest import load_parity_cases
-from tests.unit.guardian.templates.parity_cases import CASES, QUERIES, VALUES
+from tests.unit.guardian.templates.parity_cases import CASES, QUERIES, VALUES, load_parity_cases
 from tests.unit.guardian.templates.promtool_harness import ALERT, LABELS
 
 RECORDED = load_parity_cases()

@@ -1,4 +1,4 @@
-"""Parse errors: Go's reason and line (recorded with ``promtool check rules`` 2.42), plus a column."""
+"""Parse errors: Go's reason and line (as promtool check rules 2.42 reports them), plus a column."""
 
 from __future__ import annotations
 

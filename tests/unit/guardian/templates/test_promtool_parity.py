@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.guardian.templates.conftest import load_parity_cases
+from tests.unit.guardian.templates.parity_cases import load_parity_cases
 from tests.unit.guardian.templates.promtool_harness import promtool_expand
 from tests.unit.guardian.templates.test_parity import expand_like_promtool
 
