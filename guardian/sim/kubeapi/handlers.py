@@ -113,7 +113,8 @@ def handle(store: Store, route: ResourceRoute, verb: str, request: Request) -> R
     if verb == "deletecollection":
         items, _ = store.list_objects(route.rtype, route.namespace, _filter(request.query))
         for item in items:
-            store.delete(route.rtype, route.scope_namespace, item["metadata"]["name"])
+            name = item["metadata"]["name"]
+            store.delete(route.rtype, item["metadata"].get("namespace", ""), name, dry_run=dry_run)
         return Reply(200, _list_body(route.rtype, items, store.resource_version, None))
     raise errors.ApiError(405, f"verb {verb} is not supported on {route.rtype.plural}")
 

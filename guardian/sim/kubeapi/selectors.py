@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from guardian.sim.kubeapi.errors import ApiError, bad_request
+from guardian.sim.kubeapi.errors import bad_request
 
 _KEY = r"[A-Za-z0-9][-A-Za-z0-9_./]*"
 _VALUE = r"[A-Za-z0-9]?(?:[-A-Za-z0-9_.]*[A-Za-z0-9])?"
@@ -118,25 +118,9 @@ def field_value(obj: Mapping[str, Any], path: str) -> str:
     return str(node)
 
 
-def _unescape_split(text: str, separators: str) -> list[tuple[str, str | None]]:
-    """Split on unescaped separators; yields (segment, separator that ended it)."""
-    out: list[tuple[str, str | None]] = []
-    current: list[str] = []
-    index = 0
-    while index < len(text):
-        char = text[index]
-        if char == "\\" and index + 1 < len(text):
-            current.append(text[index + 1])
-            index += 2
-            continue
-        if char in separators:
-            out.append(("".join(current), char))
-            current = []
-        else:
-            current.append(char)
-        index += 1
-    out.append(("".join(current), None))
-    return out
+def _unescape(text: str) -> str:
+    """Drop the backslash before each escaped character."""
+    return re.sub(r"\\(.)", r"\1", text)
 
 
 def parse_field_selector(text: str) -> list[FieldRequirement]:
@@ -144,28 +128,28 @@ def parse_field_selector(text: str) -> list[FieldRequirement]:
     requirements: list[FieldRequirement] = []
     if not text.strip():
         return requirements
-    for raw, _sep in _unescape_split_raw(text):
+    for raw in _split_unescaped_commas(text):
         match = re.fullmatch(r"\s*([A-Za-z0-9_.]+)\s*(==|!=|=)(.*)", raw, re.DOTALL)
         if match is None:
             raise bad_request(f"invalid field selector: {text!r}")
-        value = "".join(segment for segment, _ in _unescape_split(match.group(3), ""))
+        value = _unescape(match.group(3))
         requirements.append(FieldRequirement(match.group(1), value, match.group(2) == "!="))
     return requirements
 
 
-def _unescape_split_raw(text: str) -> list[tuple[str, str | None]]:
+def _split_unescaped_commas(text: str) -> list[str]:
     """Split on unescaped commas, keeping escapes for the value parser."""
-    out: list[tuple[str, str | None]] = []
+    out: list[str] = []
     start, index = 0, 0
     while index < len(text):
         if text[index] == "\\":
             index += 2
             continue
         if text[index] == ",":
-            out.append((text[start:index], ","))
+            out.append(text[start:index])
             start = index + 1
         index += 1
-    out.append((text[start:], None))
+    out.append(text[start:])
     return out
 
 
@@ -176,7 +160,7 @@ def fields_match(requirements: list[FieldRequirement], obj: Mapping[str, Any]) -
 def compile_filter(
     label_selector: str | None, field_selector: str | None
 ) -> Callable[[Mapping[str, Any]], bool]:
-    """One predicate for both selectors; raises :class:`ApiError` (400) on a bad selector."""
+    """One predicate for both selectors; a bad selector raises a 400 ``ApiError``."""
     labels = parse_label_selector(label_selector or "")
     fields = parse_field_selector(field_selector or "")
 
@@ -184,13 +168,3 @@ def compile_filter(
         return labels_match(labels, obj) and fields_match(fields, obj)
 
     return accept
-
-
-__all__ = [
-    "ApiError",
-    "compile_filter",
-    "field_value",
-    "parse_field_selector",
-    "parse_label_selector",
-    "selector_to_string",
-]

@@ -11,7 +11,7 @@ import copy
 import queue
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -346,11 +346,6 @@ class Store:
                 self._commit("MODIFIED", key[0], key, new, obj)
             else:
                 self._delete_dependents(self._remove(key), propagation)
-
-    def objects(self) -> Iterator[tuple[ResourceType, Obj]]:
-        with self._lock:
-            snapshot = [(key[0], copy.deepcopy(obj)) for key, obj in self._objects.items()]
-        yield from snapshot
 
 
 def _sort_key(item: tuple[_Key, Obj]) -> tuple[str, str]:
