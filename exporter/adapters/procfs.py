@@ -19,18 +19,40 @@ def valid_pid(pid: int) -> bool:
 class ProcReader:
     def __init__(self, proc_root: Path) -> None:
         self.proc_root = proc_root
+        self._root = str(proc_root)
 
     def read_cgroup(self, pid: int) -> str | None:
         """The process's cgroup file, or None if it has gone or cannot be read."""
         if not valid_pid(pid):
             return None
+        # Plain os calls: this runs for every GPU process on every cycle.
         try:
-            return (self.proc_root / str(pid) / "cgroup").read_text()
+            fd = os.open(f"{self._root}/{pid}/cgroup", os.O_RDONLY)
         except FileNotFoundError:
             return None  # the process exited between the NVML call and now
         except OSError as exc:
             logger.debug("cannot read cgroup of pid %s: %s", pid, exc)
             return None
+        try:
+            chunks = []
+            while chunk := os.read(fd, 65536):
+                chunks.append(chunk)
+            return b"".join(chunks).decode(errors="replace")
+        except OSError as exc:
+            logger.debug("cannot read cgroup of pid %s: %s", pid, exc)
+            return None
+        finally:
+            os.close(fd)
+
+    def instance(self, pid: int) -> tuple[int, int] | None:
+        """The /proc/<pid> directory's inode and change time: new for a reused PID."""
+        if not valid_pid(pid):
+            return None
+        try:
+            st = os.stat(f"{self._root}/{pid}")
+        except OSError:
+            return None
+        return st.st_ino, st.st_ctime_ns
 
     def pids(self) -> list[int]:
         """Every numeric directory under the root, sorted."""

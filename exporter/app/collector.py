@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import TypeVar
 
 from exporter.app.render import RenderedSnapshot, RenderTimer
@@ -114,6 +114,7 @@ class Collector:
         self._last_success: float | None = None
         self._last_good: Snapshot | None = None
         self._parsed: dict[str, CgroupIdentity] = {}
+        self._identities: dict[int, tuple[Hashable, CgroupIdentity]] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -190,21 +191,36 @@ class Collector:
 
     def _attribute(self, reading: NodeReading) -> dict[int, CgroupIdentity]:
         out: dict[int, CgroupIdentity] = {}
+        known: dict[int, tuple[Hashable, CgroupIdentity]] = {}
         for dev in reading.devices:
             for proc in dev.processes:
-                if proc.pid in out:
+                pid = proc.pid
+                if pid in out:
                     continue
-                text = self._cgroups.read_cgroup(proc.pid)
-                if text is None:
-                    out[proc.pid] = NO_POD
+                instance = self._cgroups.instance(pid)
+                if instance is None:
+                    out[pid] = NO_POD  # gone already: its memory still counts, unattributed
                     continue
-                ident = self._parsed.get(text)
-                if ident is None:
-                    if len(self._parsed) >= _PARSE_CACHE_MAX:
-                        self._parsed.clear()
-                    ident = self._parsed[text] = parse_cgroup_file(text)
-                out[proc.pid] = ident
+                cached = self._identities.get(pid)
+                if cached is not None and cached[0] == instance:
+                    ident = cached[1]
+                else:
+                    ident = self._identity(pid)
+                out[pid] = ident
+                known[pid] = (instance, ident)
+        self._identities = known  # PIDs that left the GPUs are forgotten
         return out
+
+    def _identity(self, pid: int) -> CgroupIdentity:
+        text = self._cgroups.read_cgroup(pid)
+        if text is None:
+            return NO_POD
+        ident = self._parsed.get(text)
+        if ident is None:
+            if len(self._parsed) >= _PARSE_CACHE_MAX:
+                self._parsed.clear()
+            ident = self._parsed[text] = parse_cgroup_file(text)
+        return ident
 
     # ----------------------------------------------------------------- failures
     def _count(self, op: str, kind: str) -> None:

@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 from exporter.engine.utilization import (
     clamp_percent,
     integrate_busy,
-    last_active_us_by_pid,
-    mean_sm_by_pid,
+    summarize_process_samples,
 )
 from exporter.engine.vgpu import VgpuRatios
 from exporter.model.attribution import NO_POD, CgroupIdentity
@@ -51,8 +50,7 @@ def _device_pods(
     processes: list[ProcessReading],
     identities: Mapping[int, CgroupIdentity],
 ) -> tuple[dict[tuple[str, str], _PodAccumulator], int | None, int]:
-    mean_sm = mean_sm_by_pid(device.process_samples or ())
-    active = last_active_us_by_pid(device.process_samples or ())
+    mean_sm, active = summarize_process_samples(device.process_samples or ())
     pods: dict[tuple[str, str], _PodAccumulator] = {}
     unattributed_memory: int | None = 0
     unattributed = 0

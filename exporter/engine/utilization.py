@@ -14,6 +14,35 @@ def clamp_percent(value: float) -> float:
     return 0.0 if value < 0 else 100.0 if value > 100 else value
 
 
+def summarize_process_samples(
+    samples: Iterable[ProcessUtilSample],
+) -> tuple[dict[int, float], dict[int, int]]:
+    """One pass: mean clamped SM percent per PID, and its newest non-zero sample time (µs).
+
+    The same results as ``mean_sm_by_pid`` and ``last_active_us_by_pid``; this runs on every
+    sample of every cycle, so it is written for speed.
+    """
+    sums: dict[int, float] = {}
+    counts: dict[int, int] = {}
+    latest: dict[int, int] = {}
+    for s in samples:
+        value = s.sm_percent
+        if value > 100.0:
+            value = 100.0
+        elif not value > 0.0:  # negative or NaN
+            value = 0.0
+        pid = s.pid
+        if pid in sums:
+            sums[pid] += value
+            counts[pid] += 1
+        else:
+            sums[pid] = value
+            counts[pid] = 1
+        if value > 0.0 and s.timestamp_us > latest.get(pid, -1):
+            latest[pid] = s.timestamp_us
+    return {pid: total / counts[pid] for pid, total in sums.items()}, latest
+
+
 def mean_sm_by_pid(samples: Iterable[ProcessUtilSample]) -> dict[int, float]:
     """Mean clamped SM percent per PID over the samples of one cycle."""
     sums: dict[int, float] = {}

@@ -10,6 +10,7 @@ from exporter.engine.utilization import (
     integrate_busy,
     last_active_us_by_pid,
     mean_sm_by_pid,
+    summarize_process_samples,
 )
 from exporter.engine.vgpu import VgpuRatios
 from exporter.model.attribution import CgroupIdentity
@@ -46,6 +47,19 @@ def test_mean_sm_aggregates_samples_per_pid_after_clamping() -> None:
         ProcessUtilSample(2, 10, 10),
     ]
     assert mean_sm_by_pid(samples) == {1: 70.0, 2: 10.0}
+
+
+def test_one_pass_summary_matches_the_two_simple_functions() -> None:
+    samples = [
+        ProcessUtilSample(pid % 7, ts, sm)
+        for pid, ts, sm in zip(
+            range(50), range(1000, 1050), [0, 5, 250, -3, float("nan"), 60] * 9, strict=False
+        )
+    ]
+    assert summarize_process_samples(samples) == (
+        mean_sm_by_pid(samples),
+        last_active_us_by_pid(samples),
+    )
 
 
 def test_last_active_is_the_newest_non_zero_sample() -> None:
