@@ -218,6 +218,10 @@ class FakeKubeAPI:
         rtype, ns = self._locate(kind, namespace, api_version)
         return self._server.store.delete(rtype, ns, name)
 
+    def end_watches(self) -> None:
+        """End every open watch stream cleanly, as an API server restart or timeout would."""
+        self._server.store.close_watches()
+
     def expire_history(self) -> str:
         """Forget the watch history: a watch from any version up to now gets 410 Gone."""
         return str(self._server.store.compact())

@@ -246,3 +246,42 @@ def test_send_initial_events_ends_with_a_marked_bookmark(
     assert marker["type"] == "BOOKMARK"
     annotations = marker["raw_object"]["metadata"]["annotations"]
     assert annotations == {"k8s.io/initial-events-end": "true"}
+
+
+def _wait_for(predicate: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.05)
+
+
+def test_shared_informer_follows_changes_and_relists_after_410(
+    core: client.CoreV1Api, fleet: FakeKubeAPI
+) -> None:
+    from kubernetes.informer import SharedInformer
+
+    informer = SharedInformer(core.list_pod_for_all_namespaces, field_selector="spec.nodeName=n1")
+    informer.start()
+    try:
+
+        def cached() -> set[str]:
+            return {pod.metadata.name for pod in informer.cache.list()}
+
+        _wait_for(lambda: cached() == {"a", "b", "d"})
+        fleet.create(builders.pod("e", "ml", node="n1"))
+        fleet.delete("Pod", "b", "ml")
+        _wait_for(lambda: cached() == {"a", "d", "e"})
+
+        # The stream ends and its version has expired: the client retries once, then the
+        # informer lists again from scratch and watches from the new version.
+        fleet.clear_requests()
+        fleet.fail_next(410, verb="watch", times=2)
+        fleet.end_watches()
+        _wait_for(lambda: len(fleet.requests(verb="watch")) >= 3)
+        verbs = [r.verb for r in fleet.requests()]
+        assert verbs[:4] == ["watch", "watch", "list", "watch"]
+        fleet.create(builders.pod("g", "web", node="n1"))
+        _wait_for(lambda: cached() == {"a", "d", "e", "g"})
+    finally:
+        informer.stop()

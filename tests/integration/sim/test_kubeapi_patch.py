@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import pytest
@@ -169,3 +170,46 @@ def test_status_is_a_subresource(apps: client.AppsV1Api, kube_api: FakeKubeAPI) 
         "w", "default", {"status": {"replicas": 7}, "spec": {"replicas": 9}}, _content_type=MERGE
     )
     assert (updated.status.replicas, updated.spec.replicas) == (7, 2)
+
+
+def test_concurrent_conditional_writes_never_lose_an_update(
+    kube_client: client.ApiClient, kube_api: FakeKubeAPI
+) -> None:
+    """Eight writers increment one annotation with read, conditional patch, retry on 409."""
+    kube_api.create(builders.deployment("web", annotations={"count": "0"}))
+    apps = client.AppsV1Api(kube_client)
+    conflicts: list[int] = []
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            for _ in range(5):
+                while True:
+                    current = apps.read_namespaced_deployment("web", "default")
+                    count = int(current.metadata.annotations["count"])
+                    body = {
+                        "metadata": {
+                            "resourceVersion": current.metadata.resource_version,
+                            "annotations": {"count": str(count + 1)},
+                        }
+                    }
+                    try:
+                        apps.patch_namespaced_deployment(
+                            "web", "default", body, _content_type=MERGE
+                        )
+                        break
+                    except ApiException as exc:
+                        if exc.status != 409:
+                            raise
+                        conflicts.append(1)
+        except BaseException as exc:  # reported to the test thread below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert errors == []
+    assert kube_api.get("Deployment", "web")["metadata"]["annotations"]["count"] == "40"
+    assert len(kube_api.requests(verb="patch", path="web$")) == 40 + len(conflicts)
