@@ -47,6 +47,8 @@ def _translate(pattern: str) -> str:
         ch = pattern[i]
         if ch == "\\" and i + 1 < len(pattern):
             nxt = pattern[i + 1]
+            if nxt in "pP":
+                raise re.error("Unicode classes (\\p, \\P) are not supported")
             out.append("\\Z" if nxt == "z" and not in_class else ch + nxt)
             i += 2
             continue

@@ -67,17 +67,6 @@ class TemplateData:
     external_url: str
     value: float
 
-    def get_field(self, name: str) -> object:
-        if name == "Labels":
-            return dict(self.labels)
-        if name == "ExternalLabels":
-            return dict(self.external_labels)
-        if name == "ExternalURL":
-            return self.external_url
-        if name == "Value":
-            return self.value
-        raise KeyError(name)
-
 
 DATA_TYPE_NAME = (
     "struct { Labels map[string]string; ExternalLabels map[string]string; "

@@ -49,6 +49,7 @@ def test_replace_all_like_go(pattern: str, src: str, repl: str, out: str) -> Non
         ("a)", "error parsing regexp: unexpected ): `a)`"),
         ("*", "error parsing regexp: missing argument to repetition operator: `*`"),
         ("[a", "error parsing regexp: missing closing ]: `[a`"),
+        ("\\pL", "error parsing regexp: Unicode classes (\\p, \\P) are not supported: `\\pL`"),
     ],
 )
 def test_compile_errors_read_like_go(pattern: str, message: str) -> None:
