@@ -184,3 +184,29 @@ def test_hpa_min_replicas_round_trip(kube_client: client.ApiClient, kube_api: Fa
     )
     assert patched.spec.min_replicas == 1
     assert patched.spec.scale_target_ref.name == "web"
+
+
+def test_the_clients_lease_lock_works_against_the_fake(kube_client: client.ApiClient) -> None:
+    from kubernetes.leaderelection.leaderelectionrecord import LeaderElectionRecord
+    from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
+
+    def lock(identity: str) -> LeaseLock:
+        candidate = LeaseLock("gpu-guardian", "kube-system", identity)
+        candidate.api_instance = client.CoordinationV1Api(kube_client)
+        return candidate
+
+    first, second = lock("a"), lock("b")
+    record = LeaderElectionRecord("a", "15", "2026-01-01 00:00:00", "2026-01-01 00:00:00")
+    found, error = first.get("gpu-guardian", "kube-system")
+    assert not found
+    assert error.status == 404
+    assert first.create("gpu-guardian", "kube-system", record)
+    assert not second.create("gpu-guardian", "kube-system", record)  # 409 AlreadyExists
+    found, seen = second.get("gpu-guardian", "kube-system")
+    assert found
+    assert seen.holder_identity == "a"
+    renewed = LeaderElectionRecord("a", "15", "2026-01-01 00:00:00", "2026-01-01 00:00:10")
+    assert first.update("gpu-guardian", "kube-system", renewed)
+    taken = LeaderElectionRecord("b", "15", "2026-01-01 00:00:20", "2026-01-01 00:00:20")
+    assert not second.update("gpu-guardian", "kube-system", taken)  # stale: 409 Conflict
+    assert second.get("gpu-guardian", "kube-system")[1].holder_identity == "a"
