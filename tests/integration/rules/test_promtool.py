@@ -128,6 +128,19 @@ def test_promtool_test_rules(test_file: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("test_file", promtool_test_files(), ids=_id)
+def test_inputs_have_no_staleness_markers(test_file: Path) -> None:
+    """GPU Guardian's parity harness backfills inputs, and backfill cannot write staleness
+    markers, so the shipped tests end a series with `_` or a shorter series instead."""
+    for case in _load(test_file).get("tests") or []:
+        for series in case.get("input_series") or []:
+            values = str(series.get("values", "")).split()
+            assert "stale" not in values, (
+                f"{_id(test_file)}: test {case.get('name')!r}, series {series.get('series')}: "
+                "`stale` cannot be backfilled; end the series with `_` instead"
+            )
+
+
 @pytest.mark.parametrize("pack_file", pack_files(), ids=_id)
 def test_pack_alerts_carry_labels_and_annotations(pack_file: Path) -> None:
     alerts = _alerts(pack_file)
