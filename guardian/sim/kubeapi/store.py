@@ -327,8 +327,9 @@ class Store:
             obj["metadata"].get("ownerReferences") for obj in self._objects.values()
         ):
             return
-        for key, obj in list(self._objects.items()):
-            if key not in self._objects:
+        for key in list(self._objects):
+            obj = self._objects.get(key)
+            if obj is None:
                 continue  # already removed by a nested cascade
             if rtype_is_namespace and key[0].namespaced and key[1] == removed["metadata"]["name"]:
                 self._delete_dependents(self._remove(key), "Background")

@@ -123,9 +123,10 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         raw = self._read_body()
         verb = self.command.lower()
         body: Any = None
+        manager: str | None = None
         try:
-            body = _decode(raw, content_type)
             self._authorize()
+            body = _decode(raw, content_type)
             route = parse_path(self.server.registry, path)
             if isinstance(route, ResourceRoute):
                 verb = verb_of(route, self.command, query)
@@ -168,7 +169,7 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             self._record(record, status)
             self._send_json(status, reply, headers)
         except errors.ApiError as exc:
-            self._record_failure(path, query, verb, content_type, body, exc.code)
+            self._record_failure(path, query, verb, content_type, body, manager, exc.code)
             self._send_error(exc)
         except Exception as exc:
             # A bug in the fake must reach the test as a 500, not as a dropped connection.
@@ -176,7 +177,7 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             if self._started:
                 self.close_connection = True
                 return
-            self._record_failure(path, query, verb, content_type, body, 500)
+            self._record_failure(path, query, verb, content_type, body, manager, 500)
             self._send_error(errors.ApiError(500, f"fake API server error: {exc!r}"))
 
     def _record_failure(
@@ -186,10 +187,11 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         verb: str,
         content_type: str | None,
         body: Any,
+        manager: str | None,
         code: int,
     ) -> None:
         agent = self.headers.get("User-Agent")
-        record = RequestRecord(self.command, path, query, verb, content_type, body, None, agent)
+        record = RequestRecord(self.command, path, query, verb, content_type, body, manager, agent)
         self._record(record, code)
 
     def _answer(

@@ -80,6 +80,8 @@ def test_merge_patch_with_a_stale_resource_version_is_409(
     assert caught.value.status == 409
     assert json.loads(caught.value.body)["reason"] == "Conflict"
     assert kube_api.get("Deployment", "web")["spec"]["replicas"] == 5
+    (refused,) = kube_api.requests(verb="patch")
+    assert (refused.status, refused.field_manager) == (409, "OpenAPI-Generator")
     current = kube_api.get("Deployment", "web")["metadata"]["resourceVersion"]
     done = apps.patch_namespaced_deployment(
         "web",
