@@ -28,6 +28,8 @@ def _basic_kind(value: object) -> str | None:
         return "int"
     if isinstance(value, float):
         return "float"
+    if isinstance(value, complex):
+        return "complex"
     if isinstance(value, str):
         return "string"
     return None
@@ -73,7 +75,7 @@ def lt(arg1: object, arg2: object) -> bool:
         raise FuncError(_BAD_TYPE)
     if k1 != k2:
         raise FuncError(_INCOMPATIBLE)
-    if k1 == "bool":
+    if k1 in ("bool", "complex"):
         raise FuncError(_BAD_TYPE)
     return bool(a1 < a2)  # type: ignore[operator]
 

@@ -188,6 +188,13 @@ def format_value(value: object, verb: str, spec: _Spec, depth: int) -> str:
         if verb in "vsqxX":
             return _fmt_str(value, verb, spec)
         return _bad_verb(verb, value)
+    if isinstance(value, complex):
+        if verb in "vgGxXfFeE":
+            imag_spec = _Spec(plus=True, prec=spec.prec, sharp=spec.sharp)
+            real_spec = _Spec(plus=spec.plus, space=spec.space, prec=spec.prec, sharp=spec.sharp)
+            body = _fmt_float(value.real, verb, real_spec) + _fmt_float(value.imag, verb, imag_spec)
+            return _pad(f"({body}i)", spec, zero_ok=False)
+        return _bad_verb(verb, value)
     if isinstance(value, GoTime):
         if verb in "vsqxX":  # time.Time is a Stringer
             return _fmt_str(format_go_time(value.unix_nanos), verb, spec)

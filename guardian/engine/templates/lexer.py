@@ -347,6 +347,19 @@ class Lexer:
             pass
 
     def _lex_number(self) -> _State | None:
+        if not self._scan_number():
+            self._error(f"bad number syntax: {go_quote(self.text[self.start : self.pos])}")
+            return None
+        # A complex constant such as 1+2i: no spaces, and it must end in i.
+        if self._peek() in ("+", "-") and (
+            not self._scan_number() or self.text[self.pos - 1] != "i"
+        ):
+            self._error(f"bad number syntax: {go_quote(self.text[self.start : self.pos])}")
+            return None
+        self._emit(Tok.NUMBER)
+        return self._lex_inside_action
+
+    def _scan_number(self) -> bool:
         self._accept("+-")
         digits = "0123456789_"
         if self._accept("0"):
@@ -368,10 +381,8 @@ class Lexer:
         self._accept("i")
         if self._peek() != "" and _is_alnum(self._peek()):
             self._advance()
-            self._error(f"bad number syntax: {go_quote(self.text[self.start : self.pos])}")
-            return None
-        self._emit(Tok.NUMBER)
-        return self._lex_inside_action
+            return False
+        return True
 
 
 def lex(text: str) -> list[Token]:

@@ -65,7 +65,7 @@ class Bool(Node):
 @dataclass
 class Number(Node):
     text: str
-    value: int | float  # the ideal constant: int unless the text is float-like
+    value: int | float | complex  # the ideal constant: int unless the text is float-like
 
     def __str__(self) -> str:
         return self.text

@@ -174,7 +174,7 @@ class Parser:
         word = tok.val
         nxt = self.next_non_space()
         if nxt.typ is not Tok.RIGHT_DELIM:
-            raise self.unexpected(nxt, f"in {{{{{word}}}}}")
+            raise self.unexpected(nxt, f"{{{{{word}}}}}")
         if self.range_depth == 0:
             raise self.error(f"{{{{{word}}}}} outside {{{{range}}}}")
         return n.Break(tok.pos) if word == "break" else n.Continue(tok.pos)
@@ -345,12 +345,9 @@ class Parser:
     def number(self, tok: Token) -> n.Number:
         text = tok.val
         if tok.typ is Tok.CHAR_CONSTANT:
-            try:
-                return n.Number(tok.pos, text, ord(unquote(text)))
-            except ValueError as exc:
-                raise self.error(str(exc)) from None
+            return n.Number(tok.pos, text, self._char_constant(text))
         if text.endswith("i"):
-            raise self.error(f"complex constants are not supported: {_q(text)}")
+            return self._imaginary(tok)
         as_int = parse_int(text)
         float_like = any(c in text for c in ".eEpP")
         if as_int is not None:
@@ -363,6 +360,35 @@ class Parser:
         if not float_like:
             raise self.error(f"integer overflow: {_q(text)}")
         return n.Number(tok.pos, text, as_float)
+
+    def _char_constant(self, text: str) -> int:
+        try:
+            return ord(unquote(text))
+        except ValueError:
+            pass
+        try:
+            as_string = unquote('"' + text[1:-1] + '"')
+        except ValueError:
+            raise self.error("invalid syntax") from None
+        if not as_string:
+            raise self.error("invalid syntax")
+        if len(as_string) != 1:
+            raise self.error(f"malformed character constant: {text}")
+        return ord(as_string)  # pragma: no cover - unquote accepted it above
+
+    def _imaginary(self, tok: Token) -> n.Number:
+        """``1i`` or ``1+2i``: complex constants, which Go accepts and prints as ``(1+2i)``."""
+        text = tok.val
+        split = max(text.rfind("+", 1), text.rfind("-", 1))
+        if split > 0 and text[split - 1] not in "eEpP":
+            real_text, imag_text = text[:split], text[split:-1]
+        else:
+            real_text, imag_text = "0", text[:-1]
+        try:
+            real, imag = parse_float(real_text), parse_float(imag_text)
+        except ValueError:
+            raise self.error(f"illegal number syntax: {_q(text)}") from None
+        return n.Number(tok.pos, text, complex(real, imag))
 
     def _unquote(self, tok: Token) -> str:
         try:

@@ -84,6 +84,8 @@ def go_type_name(value: object) -> str:
         return "int"
     if isinstance(value, float):
         return "float64"
+    if isinstance(value, complex):
+        return "complex128"
     if isinstance(value, HTML):
         return "template.HTML"
     if isinstance(value, str):
@@ -116,6 +118,8 @@ def is_true(value: object) -> bool:
     if isinstance(value, float):
         # NaN != 0, so NaN is true as in Go.
         return math.isnan(value) or value != 0
+    if isinstance(value, complex):
+        return value != 0
     if isinstance(value, str | dict | list):
         return len(value) > 0
     # Pointers (sample, time) and structs are always true.

@@ -186,6 +186,10 @@ _MORE_TEMPLATES = [
     '{{ printf "%*d|%-*d|%.*f" 5 42 4 7 2 3.14159 }}',
     '{{ printf "%05s|%.1q|%10.4v|%-10d|" "ab" "xyz" 3.14159 -7 }}',
 ]
+_MORE_TEMPLATES += [
+    '{{ 1i }}|{{ 1+2i }}|{{ 0i }}|{{ printf "%v %.1f" 1.5-2i 1i }}|{{ 1e+5 }}|{{ eq 1i 1i }}|{{ not 0i }}',
+    "{{ 'x' }}|{{ '\\n' }}|{{ printf \"%c%q\" 'é' 'y' }}",
+]
 CASES += [("1234567", text) for text in _MORE_TEMPLATES]
 
 PARITY_FILE = Path(__file__).with_name("parity_expected.json")

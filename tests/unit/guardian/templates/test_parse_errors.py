@@ -37,6 +37,46 @@ GO_PARSE_ERRORS = [
     ("{{ if true\n}}", 2, "unexpected EOF"),
     ("{{ 1 \n 2 ", 2, "unclosed action started at __alert_A:1"),
     ("{{ with $x := 1 }}{{ end }}{{ $x }}", 1, 'undefined variable "$x"'),
+    ("{{$x=1}}", 1, "bad character U+003D '='"),
+    ("{{ .Labels.a-b }}", 1, "bad character U+002D '-'"),
+    ("{{ -}}", 1, "missing value for command"),
+    ("{{ if 1 }}{{ else with 2 }}{{ end }}", 1, "unexpected <with> in else"),
+    ("{{ range $i, := . }}{{ end }}", 1, "range can only initialize variables"),
+    ("{{ with $x, $y := . }}{{ end }}", 1, "too many declarations in with"),
+    ("{{ true.x }}", 1, 'unexpected . after term "true"'),
+    ("{{ 'ab' }}", 1, "malformed character constant: 'ab'"),
+    ("{{ '' }}", 1, "invalid syntax"),
+    ("{{ 1.5e }}", 1, 'illegal number syntax: "1.5e"'),
+    ("{{ 0x1p }}", 1, 'illegal number syntax: "0x1p"'),
+    ("{{ 1+2 }}", 1, 'bad number syntax: "1+2"'),
+    (
+        '{{ define "x" }}a{{ end }}{{ define "x" }}b{{ end }}',
+        1,
+        'template: multiple definition of template "x"',
+    ),
+    ("{{ || }}", 1, 'unexpected "|" in command'),
+    ("{{ ( ) }}", 1, "missing value for parenthesized pipeline"),
+    ('{{ "line\nbreak" }}', 1, "unterminated quoted string"),
+    ("{{ continue }}", 1, "{{continue}} outside {{range}}"),
+    ("{{ range . }}{{ continue 1 }}{{ end }}", 1, 'unexpected "1" in {{continue}}'),
+    ("{{ with }}{{ end }}", 1, "missing value for with"),
+    ("{{ .x := 1 }}", 1, 'unexpected ":=" in operand'),
+]
+
+# Accepted by Prometheus 2.42 (promtool check rules), so they must parse here too.
+GO_VALID = [
+    '{{ index .Labels "a-b" }}',
+    "{{-1}}",
+    "{{ 1 -}}",
+    "{{ range . }}{{ break }}{{ end }}",
+    "{{ range $i := . }}{{ end }}",
+    "{{ $.Labels }}{{ $ }}{{ (1).x }}{{ (.Labels).job }}{{ 1 2 }}{{ nil }}",
+    "{{ '\\n' }}{{ 1i }}{{ 1+2i }}{{ 0i }}{{ 1e+5 }}",
+    '{{ template "x" }}{{ block "y" . }}{{ end }}',
+    "a {{/* c */ -}} b",
+    "{{ $x := 1 }}{{ range $x }}{{ $x := 2 }}{{ end }}{{ $x }}",
+    '{{ "a" "b" }}{{ .Labels | }}{{ 1 | printf }}',
+    "{{ `multi\nline` }}",
 ]
 
 
@@ -62,6 +102,11 @@ def test_parse_error_position_is_in_the_users_text(text: str, line: int, column:
     with pytest.raises(TemplateParseError) as caught:
         parse_template(text, "t")
     assert (caught.value.line, caught.value.column) == (line, column)
+
+
+@pytest.mark.parametrize("text", GO_VALID)
+def test_what_prometheus_accepts_parses(text: str) -> None:
+    assert parse_alert_template(text, "A") is not None
 
 
 def test_without_preamble_the_alert_variables_are_undefined() -> None:
