@@ -6,7 +6,7 @@ from collections.abc import Collection
 
 from guardian.engine.templates import nodes as n
 from guardian.engine.templates.errors import TemplateParseError
-from guardian.engine.templates.goconv import parse_float, parse_int, unquote
+from guardian.engine.templates.goconv import char_constant, number_constant, unquote
 from guardian.engine.templates.gofmt import go_quote
 from guardian.engine.templates.lexer import Tok, Token, lex
 
@@ -343,52 +343,12 @@ class Parser:
         return None
 
     def number(self, tok: Token) -> n.Number:
-        text = tok.val
-        if tok.typ is Tok.CHAR_CONSTANT:
-            return n.Number(tok.pos, text, self._char_constant(text))
-        if text.endswith("i"):
-            return self._imaginary(tok)
-        as_int = parse_int(text)
-        float_like = any(c in text for c in ".eEpP")
-        if as_int is not None:
-            hex_int = text[:2] in ("0x", "0X") and not any(c in text for c in "pP")
-            return n.Number(tok.pos, text, float(as_int) if float_like and not hex_int else as_int)
         try:
-            as_float = parse_float(text)
-        except ValueError:
-            raise self.error(f"illegal number syntax: {_q(text)}") from None
-        if not float_like:
-            raise self.error(f"integer overflow: {_q(text)}")
-        return n.Number(tok.pos, text, as_float)
-
-    def _char_constant(self, text: str) -> int:
-        try:
-            return ord(unquote(text))
-        except ValueError:
-            pass
-        try:
-            as_string = unquote('"' + text[1:-1] + '"')
-        except ValueError:
-            raise self.error("invalid syntax") from None
-        if not as_string:
-            raise self.error("invalid syntax")
-        if len(as_string) != 1:
-            raise self.error(f"malformed character constant: {text}")
-        return ord(as_string)  # pragma: no cover - unquote accepted it above
-
-    def _imaginary(self, tok: Token) -> n.Number:
-        """``1i`` or ``1+2i``: complex constants, which Go accepts and prints as ``(1+2i)``."""
-        text = tok.val
-        split = max(text.rfind("+", 1), text.rfind("-", 1))
-        if split > 0 and text[split - 1] not in "eEpP":
-            real_text, imag_text = text[:split], text[split:-1]
-        else:
-            real_text, imag_text = "0", text[:-1]
-        try:
-            real, imag = parse_float(real_text), parse_float(imag_text)
-        except ValueError:
-            raise self.error(f"illegal number syntax: {_q(text)}") from None
-        return n.Number(tok.pos, text, complex(real, imag))
+            if tok.typ is Tok.CHAR_CONSTANT:
+                return n.Number(tok.pos, tok.val, char_constant(tok.val))
+            return n.Number(tok.pos, tok.val, number_constant(tok.val))
+        except ValueError as exc:
+            raise self.error(str(exc)) from None
 
     def _unquote(self, tok: Token) -> str:
         try:
