@@ -129,6 +129,15 @@ def test_promtool_test_rules(test_file: Path) -> None:
 
 
 @pytest.mark.parametrize("test_file", promtool_test_files(), ids=_id)
+def test_every_rule_files_entry_matches_a_rule_file(test_file: Path) -> None:
+    """A pattern matching nothing would let "not firing" expectations pass vacuously."""
+    patterns = _load(test_file).get("rule_files") or []
+    assert patterns, f"{_id(test_file)}: no rule_files"
+    for pattern in patterns:
+        assert list(test_file.parent.glob(pattern)), f"{_id(test_file)}: {pattern} matches nothing"
+
+
+@pytest.mark.parametrize("test_file", promtool_test_files(), ids=_id)
 def test_inputs_have_no_staleness_markers(test_file: Path) -> None:
     """GPU Guardian's parity harness backfills inputs, and backfill cannot write staleness
     markers, so the shipped tests end a series with `_` or a shorter series instead."""
