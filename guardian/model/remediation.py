@@ -70,3 +70,4 @@ class RemediationEvent:
     next_step_due: float | None = None
     original_replicas: int | None = None
     restore_command: str | None = None  # e.g. "guardian restore ml/Deployment/train"
+    seq: int | None = None  # the ledger's sequence number (a notifier's durable cursor)

@@ -1,0 +1,203 @@
+"""Read what the planner needs: pods → root owners, the roots, their namespaces and HPAs."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from guardian.adapters.kube.rest import KubeRest, NotFound, Obj, object_path
+from guardian.engine.owners import MAX_DEPTH, action_for, controller_owner
+from guardian.engine.planner.times import parse_rfc3339
+from guardian.model.errors import GuardianError
+from guardian.model.policies import NOTEBOOK_STOPPED
+from guardian.model.reclaim import (
+    ActionKind,
+    ClusterSnapshot,
+    HpaState,
+    NamespaceState,
+    PodOwner,
+    WorkloadState,
+)
+from guardian.model.remediation import WorkloadRef
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Resource:
+    plural: str
+    namespaced: bool
+    has_scale: bool
+
+
+@dataclass
+class _Walk:
+    pods: dict[WorkloadRef, set[str]] = field(default_factory=dict)
+    jobs: dict[WorkloadRef, set[str]] = field(default_factory=dict)
+
+
+class KubeReader:
+    def __init__(self, rest: KubeRest) -> None:
+        self.rest = rest
+        self._discovery: dict[str, dict[str, Resource]] = {}
+
+    # ---------------------------------------------------------------- discovery
+    def resource(self, api_version: str, kind: str) -> Resource:
+        """The plural and /scale support of ``kind``, from API discovery (cached)."""
+        kinds = self._discovery.get(api_version)
+        if kinds is None:
+            path = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+            listing = self.rest.get(path)
+            names = {r["name"] for r in listing.get("resources", [])}
+            kinds = {
+                r["kind"]: Resource(
+                    r["name"], bool(r.get("namespaced")), f"{r['name']}/scale" in names
+                )
+                for r in listing.get("resources", [])
+                if "/" not in r["name"]
+            }
+            self._discovery[api_version] = kinds
+        try:
+            return kinds[kind]
+        except KeyError:
+            raise NotFound(f"kind {kind} is not served by {api_version}") from None
+
+    def path(self, ref: WorkloadRef) -> str:
+        res = self.resource(ref.api_version, ref.kind)
+        return object_path(
+            ref.api_version, res.plural, ref.namespace if res.namespaced else None, ref.name
+        )
+
+    def get(self, ref: WorkloadRef) -> Obj:
+        return self.rest.get(self.path(ref))
+
+    # ---------------------------------------------------------------- owners
+    def resolve_pod(self, namespace: str, pod: str, walk: _Walk | None = None) -> PodOwner:
+        ref = WorkloadRef("v1", "Pod", namespace, pod)
+        job: str | None = None
+        try:
+            obj = self.get(ref)
+            for _ in range(MAX_DEPTH):
+                owner = controller_owner(obj)
+                if owner is None:
+                    break
+                if ref.kind == "Job":
+                    job = ref.name
+                ref = owner
+                obj = self.get(ref)
+            else:
+                return PodOwner(namespace, pod, None, "ownership chain too deep")
+        except NotFound as exc:
+            return PodOwner(namespace, pod, None, f"not found: {exc}")
+        except GuardianError as exc:
+            return PodOwner(namespace, pod, None, f"cannot read its owners: {exc}")
+        if walk is not None:
+            walk.pods.setdefault(ref, set()).add(pod)
+            if job is not None and ref.kind == "CronJob":
+                walk.jobs.setdefault(ref, set()).add(job)
+        return PodOwner(namespace, pod, ref)
+
+    # ---------------------------------------------------------------- workloads
+    def workload(
+        self, ref: WorkloadRef, pods: Iterable[str] = (), jobs: Iterable[str] = ()
+    ) -> WorkloadState:
+        obj = self.get(ref)
+        res = self.resource(ref.api_version, ref.kind)
+        action = action_for(ref, has_scale=res.has_scale)
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        annotations = dict(meta.get("annotations") or {})
+        replicas: int | None = None
+        suspended = False
+        rv = str(meta.get("resourceVersion", ""))
+        if action is ActionKind.SCALE:
+            replicas = int(spec.get("replicas", 1))
+        elif action is ActionKind.SCALE_SUBRESOURCE:
+            scale = self.rest.get(self.path(ref) + "/scale")
+            replicas = int((scale.get("spec") or {}).get("replicas", 0))
+        elif action is ActionKind.SUSPEND:
+            suspended = bool(spec.get("suspend", False))
+        elif action is ActionKind.NOTEBOOK:
+            suspended = NOTEBOOK_STOPPED in annotations
+        hpa = (
+            self.hpa_for(ref)
+            if action in (ActionKind.SCALE, ActionKind.SCALE_SUBRESOURCE)
+            else None
+        )
+        return WorkloadState(
+            ref=ref,
+            uid=str(meta.get("uid", "")),
+            resource_version=rv,
+            created_at=parse_rfc3339(meta.get("creationTimestamp")) or 0.0,
+            action=action,
+            labels=dict(meta.get("labels") or {}),
+            annotations=annotations,
+            replicas=replicas,
+            suspended=suspended,
+            plural=res.plural,
+            hpa=hpa,
+            pods=tuple(sorted(pods)),
+            jobs=tuple(sorted(jobs)),
+        )
+
+    def hpa_for(self, ref: WorkloadRef) -> HpaState | None:
+        try:
+            listing = self.rest.get(
+                object_path("autoscaling/v2", "horizontalpodautoscalers", ref.namespace)
+            )
+        except NotFound:
+            return None  # the cluster serves no autoscaling/v2
+        for item in listing.get("items", []):
+            spec: dict[str, Any] = item.get("spec") or {}
+            target = spec.get("scaleTargetRef") or {}
+            if target.get("kind") == ref.kind and target.get("name") == ref.name:
+                return HpaState(
+                    str(item["metadata"]["name"]), spec.get("minReplicas"), spec.get("maxReplicas")
+                )
+        return None
+
+    def namespace(self, name: str) -> NamespaceState | None:
+        try:
+            obj = self.rest.get(f"/api/v1/namespaces/{name}")
+        except NotFound:
+            return None
+        meta = obj.get("metadata") or {}
+        return NamespaceState(
+            name, dict(meta.get("labels") or {}), dict(meta.get("annotations") or {})
+        )
+
+    # ---------------------------------------------------------------- snapshot
+    def snapshot(
+        self,
+        pods: Iterable[tuple[str, str]],
+        extra: Iterable[WorkloadRef],
+        controller_namespace: str,
+    ) -> ClusterSnapshot:
+        """Everything the planner needs for the alerts' pods and the ``extra`` workloads
+        (reclaimed ones, open episodes). A read failure is kept per item."""
+        walk = _Walk()
+        owners = {(ns, pod): self.resolve_pod(ns, pod, walk) for ns, pod in sorted(set(pods))}
+        refs = set(walk.pods) | set(extra)
+        workloads: dict[WorkloadRef, WorkloadState] = {}
+        errors: list[str] = []
+        for ref in sorted(refs, key=str):
+            try:
+                workloads[ref] = self.workload(ref, walk.pods.get(ref, ()), walk.jobs.get(ref, ()))
+            except NotFound:
+                continue
+            except GuardianError as exc:
+                errors.append(f"{ref}: {exc}")
+        namespaces: dict[str, NamespaceState] = {}
+        for name in sorted({r.namespace for r in refs} | {controller_namespace}):
+            try:
+                found = self.namespace(name)
+            except GuardianError as exc:
+                errors.append(f"namespace {name}: {exc}")
+                continue
+            if found is not None:
+                namespaces[name] = found
+        for message in errors:
+            logger.warning("cluster read failed: %s", message)
+        return ClusterSnapshot(workloads, namespaces, owners, controller_namespace, tuple(errors))

@@ -1,0 +1,1 @@
+"""Remediation wiring: settings, the loop the engine feeds, restore, status, leader election."""

@@ -1,0 +1,412 @@
+"""The remediation loop: after each rule-group evaluation, plan and apply one cycle.
+
+Wiring (the runner): ``engine.listeners.append(loop.on_evaluation)``. The loop keeps
+each group's last evaluation health, and at most once per ``cycle_interval`` of
+evaluation time it reads the cluster, plans (pure), and applies the plan. Just before
+each step it reads the workload again and re-plans it alone; a 409 does the same.
+Every step and every new refusal goes to the ledger as a RemediationEvent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+
+from guardian.adapters.kube.executor import Executor, restore_command
+from guardian.adapters.kube.reader import KubeReader
+from guardian.adapters.kube.rest import Conflict, Forbidden, NotFound
+from guardian.adapters.ledger import EpisodeState, Ledger
+from guardian.app.remediation.metrics import RemediationMetrics
+from guardian.engine.planner import PlannerSettings, plan
+from guardian.engine.planner.times import parse_rfc3339
+from guardian.model.alerts import GroupEvaluation
+from guardian.model.errors import GuardianError
+from guardian.model.labels import LabelSet
+from guardian.model.policies import Annotations, ReclaimPolicy
+from guardian.model.reclaim import (
+    ClusterSnapshot,
+    FiringAlert,
+    GroupHealth,
+    Plan,
+    PlannedAction,
+    Wait,
+    WorkloadState,
+)
+from guardian.model.remediation import LadderStep, RemediationEvent, StepOutcome, WorkloadRef
+
+logger = logging.getLogger(__name__)
+
+MAX_CONFLICT_RETRIES = 3
+
+
+def group_health(evaluation: GroupEvaluation) -> GroupHealth:
+    bad = [o for o in evaluation.outcomes if not o.health.actionable]
+    reason = ""
+    if bad:
+        first = bad[0]
+        reason = f"rule {first.rule}: {first.health.value} ({first.reason or first.error or '?'})"
+    return GroupHealth(evaluation.group, evaluation.ts, not bad, reason)
+
+
+class RemediationLoop:
+    def __init__(
+        self,
+        *,
+        policies: Sequence[ReclaimPolicy],
+        reader: KubeReader,
+        executor: Executor,
+        ledger: Ledger,
+        alerts: Callable[[], Sequence[FiringAlert]],
+        planner: PlannerSettings,
+        controller_namespace: str,
+        cycle_interval: float = 60.0,
+        metrics: RemediationMetrics | None = None,
+        is_leader: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.policies = list(policies)
+        self.reader = reader
+        self.executor = executor
+        self.ledger = ledger
+        self.alerts = alerts
+        self.planner = planner
+        self.controller_namespace = controller_namespace
+        self.cycle_interval = cycle_interval
+        self.metrics = metrics or RemediationMetrics()
+        self.is_leader = is_leader
+        self.health: dict[str, GroupHealth] = {}
+        self.last_cycle: float | None = None
+        self._lock = threading.Lock()
+
+    # ---------------------------------------------------------------- entry points
+    def on_evaluation(self, evaluation: GroupEvaluation) -> None:
+        """The engine's listener: record the group's health, maybe run a cycle."""
+        with self._lock:
+            self.health[evaluation.group] = group_health(evaluation)
+            if evaluation.group in self.planner.pipeline_groups:
+                return
+            due = self.last_cycle is None or evaluation.ts - self.last_cycle >= self.cycle_interval
+        if due:
+            self.run_cycle(evaluation.ts)
+
+    def replace_policies(self, policies: Iterable[ReclaimPolicy]) -> None:
+        with self._lock:
+            self.policies = list(policies)
+
+    def run_cycle(self, now: float) -> Plan | None:
+        with self._lock:
+            if not self.is_leader():
+                logger.info("not the leader: skipping the remediation cycle at %.3f", now)
+                return None
+            self.last_cycle = now
+            self.metrics.cycles.inc()
+            alerts = list(self.alerts())
+            snapshot = self._snapshot(alerts, now)
+            self._reconcile(snapshot, now)
+            result = self._plan(alerts, snapshot, now)
+            self._record_waits(result.waits, now)
+            for ref, episode in result.closed_episodes:
+                self._close(ref, episode, snapshot, now)
+            for action in result.actions:
+                try:
+                    self._execute(action, alerts, snapshot, now)
+                except Exception:  # per item: one workload's failure must not stop the rest
+                    logger.exception(
+                        "remediation step %s on %s failed", action.step, action.workload
+                    )
+            return result
+
+    # ---------------------------------------------------------------- planning
+    def _snapshot(self, alerts: Sequence[FiringAlert], now: float) -> ClusterSnapshot:
+        pods = [
+            (a.labels["namespace"], a.labels["pod"])
+            for a in alerts
+            if a.firing
+            and a.labels.get("guardian_class") != "pipeline"
+            and a.labels.get("namespace")
+            and a.labels.get("pod")
+        ]
+        view = self.ledger.view(now)
+        return self.reader.snapshot(pods, view.open_episodes, self.controller_namespace)
+
+    def _plan(self, alerts: Sequence[FiringAlert], snapshot: ClusterSnapshot, now: float) -> Plan:
+        return plan(
+            alerts,
+            self.policies,
+            snapshot,
+            self.ledger.view(now),
+            now,
+            health=self.health,
+            settings=self.planner,
+        )
+
+    def _reconcile(self, snapshot: ClusterSnapshot, now: float) -> None:
+        """State lives on the object: steps applied before a crash, missing from the
+        ledger, are recorded from the cluster instead of being done again."""
+        view = self.ledger.view(now)
+        for ref, (episode, _started, policy) in view.open_episodes.items():
+            ws = snapshot.workloads.get(ref)
+            if ws is None or ws.annotations.get(Annotations.EPISODE) != episode:
+                continue
+            done = view.steps(episode, real=True)
+            reclaimed = parse_rfc3339(ws.annotations.get(Annotations.RECLAIMED_AT))
+            if reclaimed is not None and LadderStep.RECLAIM not in done:
+                original = ws.annotations.get(Annotations.ORIGINAL_REPLICAS, "")
+                self._event(
+                    ws.ref,
+                    episode,
+                    LadderStep.RECLAIM,
+                    StepOutcome.APPLIED,
+                    reclaimed,
+                    policy,
+                    "found applied in the cluster after a restart",
+                    ws=ws,
+                    original=int(original) if original.isdigit() else None,
+                )
+                self.ledger.set_episode_state(episode, EpisodeState.RECLAIMED)
+
+    def _replan_one(
+        self,
+        action: PlannedAction,
+        alerts: Sequence[FiringAlert],
+        snapshot: ClusterSnapshot,
+        now: float,
+    ) -> tuple[PlannedAction | Wait | None, WorkloadState | None]:
+        """Read the workload again and plan it alone: the evidence check just before acting."""
+        ref = action.workload
+        old = snapshot.workloads.get(ref)
+        try:
+            fresh = self.reader.workload(ref, old.pods if old else (), old.jobs if old else ())
+        except NotFound:
+            return None, None
+        workloads = dict(snapshot.workloads)
+        workloads[ref] = fresh
+        mine = [
+            a
+            for a in alerts
+            if (
+                o := snapshot.pod_owners.get(
+                    (a.labels.get("namespace", ""), a.labels.get("pod", ""))
+                )
+            )
+            and o.root == ref
+        ] + [a for a in alerts if a.labels.get("guardian_class") == "pipeline"]
+        again = plan(
+            mine,
+            self.policies,
+            dataclasses.replace(snapshot, workloads=workloads),
+            self.ledger.view(now),
+            now,
+            health=self.health,
+            settings=self.planner,
+        )
+        for candidate in again.actions:
+            if candidate.workload == ref:
+                return candidate, fresh
+        for wait in again.waits:
+            if wait.workload == ref:
+                return wait, fresh
+        return None, fresh
+
+    # ---------------------------------------------------------------- acting
+    def _execute(
+        self,
+        action: PlannedAction,
+        alerts: Sequence[FiringAlert],
+        snapshot: ClusterSnapshot,
+        now: float,
+    ) -> None:
+        for _attempt in range(MAX_CONFLICT_RETRIES):
+            current, fresh = self._replan_one(action, alerts, snapshot, now)
+            if fresh is None:
+                logger.info("%s is gone: dropping %s", action.workload, action.step)
+                return
+            if not isinstance(current, PlannedAction) or current.step is not action.step:
+                why = current.reason if isinstance(current, Wait) else "no longer planned"
+                logger.info("re-planned %s on %s: %s", action.step, action.workload, why)
+                if isinstance(current, Wait) and current.refused:
+                    self._event(
+                        action.workload,
+                        action.episode,
+                        action.step,
+                        StepOutcome.REFUSED,
+                        now,
+                        action.policy,
+                        f"re-checked before acting: {why}",
+                        labels=action.alert_labels,
+                        dedupe=True,
+                    )
+                return
+            action = current
+            if action.step is LadderStep.NOTIFY:
+                first = min(
+                    (a.active_at for a in alerts if a.labels == action.alert_labels), default=now
+                )
+                self.ledger.open_episode(action.workload, action.episode, first, action.policy)
+            try:
+                result = self.executor.apply(action, fresh, now)
+            except Conflict as exc:
+                self.metrics.conflicts.inc()
+                logger.info(
+                    "conflict on %s: reading again and re-planning (%s)", action.workload, exc
+                )
+                continue
+            except NotFound:
+                logger.info("%s disappeared during %s: dropped", action.workload, action.step)
+                return
+            except Forbidden as exc:
+                self.metrics.api_forbidden.inc()
+                logger.error("forbidden: %s: grant the controller's ClusterRole this verb", exc)
+                self._failed(action, fresh, now, f"forbidden by RBAC: {exc}")
+                return
+            except GuardianError as exc:
+                self._failed(action, fresh, now, str(exc))
+                return
+            self._applied(action, fresh, now, result.outcome, result.message)
+            return
+        self._failed(
+            action,
+            snapshot.workloads.get(action.workload),
+            now,
+            f"gave up after {MAX_CONFLICT_RETRIES} conflicts",
+        )
+
+    def _applied(
+        self,
+        action: PlannedAction,
+        ws: WorkloadState,
+        now: float,
+        outcome: StepOutcome,
+        message: str,
+    ) -> None:
+        reason = f"{message}: {action.reason}"
+        if action.step is LadderStep.RECLAIM:
+            self._event(
+                action.workload,
+                action.episode,
+                action.step,
+                outcome,
+                now,
+                action.policy,
+                reason,
+                labels=action.alert_labels,
+                ws=ws,
+                original=ws.replicas,
+            )
+            if outcome is StepOutcome.APPLIED:
+                self.ledger.set_episode_state(action.episode, EpisodeState.RECLAIMED)
+        elif action.step is LadderStep.RESTORE:
+            self._event(
+                action.workload,
+                action.episode,
+                action.step,
+                outcome,
+                now,
+                action.policy,
+                reason,
+                labels=action.alert_labels,
+            )
+            if outcome is StepOutcome.APPLIED:
+                self.ledger.end_workload_episodes(action.workload, EpisodeState.RESTORED, now)
+        else:
+            self._event(
+                action.workload,
+                action.episode,
+                action.step,
+                outcome,
+                now,
+                action.policy,
+                reason,
+                labels=action.alert_labels,
+                next_step=action.next_step,
+                due=action.next_step_due,
+            )
+
+    def _failed(
+        self, action: PlannedAction, ws: WorkloadState | None, now: float, why: str
+    ) -> None:
+        logger.warning("%s on %s failed: %s", action.step, action.workload, why)
+        self._event(
+            action.workload,
+            action.episode,
+            action.step,
+            StepOutcome.FAILED,
+            now,
+            action.policy,
+            why,
+            labels=action.alert_labels,
+            dedupe=True,
+        )
+
+    def _close(self, ref: WorkloadRef, episode: str, snapshot: ClusterSnapshot, now: float) -> None:
+        ws = snapshot.workloads.get(ref)
+        if ws is not None and ws.annotations.get(Annotations.EPISODE) == episode:
+            try:
+                self.executor.unflag(ws)
+            except GuardianError as exc:
+                logger.warning("could not clear the idle flag on %s: %s", ref, exc)
+                return
+        self.ledger.set_episode_state(episode, EpisodeState.CLOSED, now)
+        logger.info("episode %s on %s closed: its alerts ended before a reclaim", episode, ref)
+
+    def _record_waits(self, waits: Sequence[Wait], now: float) -> None:
+        refused = 0
+        for wait in waits:
+            if wait.workload is None:
+                logger.info("waiting: %s", wait.reason)
+                continue
+            refused += wait.refused
+            if wait.refused or wait.next_step is not None:
+                step = wait.next_step or LadderStep.GRACE
+                outcome = StepOutcome.REFUSED if wait.refused else StepOutcome.PLANNED
+                self._event(
+                    wait.workload,
+                    wait.episode,
+                    step,
+                    outcome,
+                    now,
+                    wait.policy,
+                    wait.reason,
+                    labels=wait.alert_labels,
+                    next_step=wait.next_step,
+                    due=wait.next_step_due,
+                    dedupe=True,
+                )
+        self.metrics.waits.set(refused)
+
+    def _event(
+        self,
+        ref: WorkloadRef,
+        episode: str,
+        step: LadderStep,
+        outcome: StepOutcome,
+        at: float,
+        policy: str,
+        reason: str,
+        *,
+        labels: LabelSet | None = None,
+        ws: WorkloadState | None = None,
+        original: int | None = None,
+        next_step: LadderStep | None = None,
+        due: float | None = None,
+        dedupe: bool = False,
+    ) -> None:
+        event = RemediationEvent(
+            episode=episode,
+            workload=ref,
+            step=step,
+            outcome=outcome,
+            at=at,
+            policy=policy,
+            reason=reason,
+            alert_labels=labels if labels is not None else LabelSet(),
+            next_step=next_step,
+            next_step_due=due,
+            original_replicas=original,
+            restore_command=restore_command(ws)
+            if ws is not None and step is LadderStep.RECLAIM
+            else None,
+        )
+        if self.ledger.record(event, dedupe=dedupe) is not None:
+            self.metrics.steps.labels(policy or "-", step.value, outcome.value).inc()

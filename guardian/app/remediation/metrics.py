@@ -1,0 +1,34 @@
+"""Remediation metrics: steps by policy, step and outcome; API refusals. No per-pod labels."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+
+class RemediationMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self.steps = Counter(
+            "guardian_remediation_steps_total",
+            "Remediation ladder steps by policy, step and outcome.",
+            ["policy", "step", "outcome"],
+            registry=self.registry,
+        )
+        self.api_forbidden = Counter(
+            "guardian_remediation_api_forbidden_total",
+            "Kubernetes API calls refused with 403: RBAC is missing a permission.",
+            registry=self.registry,
+        )
+        self.conflicts = Counter(
+            "guardian_remediation_conflicts_total",
+            "409 Conflicts that made the planner read again and re-plan.",
+            registry=self.registry,
+        )
+        self.waits = Gauge(
+            "guardian_remediation_waiting_workloads",
+            "Workloads the last cycle did not act on, refused by a guard.",
+            registry=self.registry,
+        )
+        self.cycles = Counter(
+            "guardian_remediation_cycles_total", "Planner cycles run.", registry=self.registry
+        )

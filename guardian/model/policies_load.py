@@ -1,0 +1,110 @@
+"""Load ReclaimPolicy documents from YAML text, with file, line and field in every error.
+
+A file may hold several documents separated by ``---``. Text in, policies out; reading
+files is the caller's job.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import ValidationError
+
+from guardian.model.errors import ConfigError, ConfigErrors
+from guardian.model.policies import API_VERSION, KIND, ReclaimPolicy
+from guardian.model.yamldoc import YamlDocument, parse_yaml
+
+_SEPARATOR = re.compile(r"^---\s*(#.*)?$")
+
+
+def _documents(text: str) -> list[tuple[int, str]]:
+    """(line offset, text) of each YAML document in ``text``."""
+    docs: list[tuple[int, str]] = []
+    start = 0
+    lines = text.splitlines(keepends=True)
+    for index, line in enumerate(lines):
+        if _SEPARATOR.match(line.rstrip("\r\n")):
+            docs.append((start, "".join(lines[start:index])))
+            start = index + 1
+    docs.append((start, "".join(lines[start:])))
+    return [(offset, body) for offset, body in docs if body.strip()]
+
+
+def _shift(doc: YamlDocument, offset: int) -> YamlDocument:
+    doc.lines = {path: line + offset for path, line in doc.lines.items()}
+    return doc
+
+
+def _validate(doc: YamlDocument) -> ReclaimPolicy:
+    data: Any = doc.data
+    if not isinstance(data, dict):
+        raise ConfigErrors([doc.error("a policy document must be a mapping", ())])
+    if data.get("apiVersion") != API_VERSION or data.get("kind") != KIND:
+        field = "apiVersion" if data.get("apiVersion") != API_VERSION else "kind"
+        raise ConfigErrors(
+            [
+                doc.error(
+                    f"expected apiVersion {API_VERSION} and kind {KIND}, got "
+                    f"{data.get('apiVersion')!r} {data.get('kind')!r}",
+                    (field,),
+                )
+            ]
+        )
+    try:
+        policy = ReclaimPolicy.model_validate(data)
+    except ValidationError as exc:
+        errors = []
+        for err in exc.errors():
+            loc = tuple(p for p in err["loc"] if isinstance(p, (str, int)))
+            message = err["msg"].removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                message = "unknown field"
+            errors.append(doc.error(message, loc))
+        raise ConfigErrors(errors) from None
+    return policy.located(f"{doc.source}:{doc.line(()) or 1}")
+
+
+def parse_policies(text: str, source: str) -> list[ReclaimPolicy]:
+    """Every policy in ``text`` (the content of ``source``). Raises ConfigErrors with all
+    findings, including a name defined twice."""
+    errors: list[ConfigError] = []
+    policies: list[ReclaimPolicy] = []
+    for offset, body in _documents(text):
+        try:
+            doc = _shift(parse_yaml(body, source), offset)
+            if doc.data is None:
+                continue
+            policies.append(_validate(doc))
+        except ConfigErrors as exc:
+            errors.extend(exc.errors)
+        except ConfigError as exc:
+            if exc.line is not None:
+                exc = ConfigError(
+                    exc.reason, path=exc.path, line=exc.line + offset, field=exc.field
+                )
+            errors.append(exc)
+    if errors:
+        raise ConfigErrors(errors)
+    return policies
+
+
+def check_unique(policies: list[ReclaimPolicy]) -> None:
+    """Policy names are identities (ledger, annotations): each may be defined once."""
+    seen: dict[str, str] = {}
+    errors: list[ConfigError] = []
+    for policy in policies:
+        if policy.name in seen:
+            path, _, line = policy.source.rpartition(":")
+            errors.append(
+                ConfigError(
+                    f"policy {policy.name!r} already defined at {seen[policy.name]}",
+                    path=path,
+                    line=int(line) if line.isdigit() else None,
+                    field="metadata.name",
+                )
+            )
+        else:
+            seen[policy.name] = policy.source
+    if errors:
+        raise ConfigErrors(errors)

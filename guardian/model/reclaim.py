@@ -1,0 +1,187 @@
+"""The planner's inputs and outputs: alerts, a cluster snapshot, the ledger's view, a plan.
+
+All pure data; the adapters fill the snapshot and the ledger view, the planner turns
+them into a plan, the executor applies it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from guardian.model.labels import LabelSet
+from guardian.model.remediation import LadderStep, StepOutcome, WorkloadRef
+
+
+@dataclass(frozen=True, slots=True)
+class FiringAlert:
+    """An active alert as the engine holds it (pending or firing)."""
+
+    labels: LabelSet
+    active_at: float
+    firing: bool
+    group: str = ""
+    value: float = 0.0
+
+    @property
+    def alertname(self) -> str:
+        return self.labels.get("alertname", "")
+
+
+@dataclass(frozen=True, slots=True)
+class GroupHealth:
+    """The last evaluation of one rule group: only a healthy, recent one may be acted on."""
+
+    group: str
+    ts: float
+    healthy: bool
+    reason: str = ""
+
+
+class ActionKind(StrEnum):
+    """How a workload is reclaimed, decided by its root owner's kind."""
+
+    SCALE = "scale"  # merge patch spec.replicas on a built-in (Deployment, StatefulSet, ...)
+    SCALE_SUBRESOURCE = "scale-subresource"  # a custom kind with /scale (LeaderWorkerSet, ...)
+    SUSPEND = "suspend"  # Job / CronJob spec.suspend
+    NOTEBOOK = "notebook"  # Kubeflow kubeflow-resource-stopped annotation
+    POD = "pod"  # a bare pod: annotate and notify; deletion only if a policy allows it
+    NONE = "none"  # an owner we cannot stop: annotate and notify only
+
+
+@dataclass(frozen=True, slots=True)
+class HpaState:
+    name: str
+    min_replicas: int | None
+    max_replicas: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadState:
+    """The root owner as last read: identity, version, labels, annotations, replicas."""
+
+    ref: WorkloadRef
+    uid: str
+    resource_version: str
+    created_at: float
+    action: ActionKind
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    replicas: int | None = None  # None where the kind has no replica count
+    suspended: bool = False
+    plural: str = ""  # for /scale on custom kinds
+    hpa: HpaState | None = None
+    pods: tuple[str, ...] = ()  # the pods seen under this root (deduplicated)
+    jobs: tuple[str, ...] = ()  # for a CronJob: its Jobs whose pods hold GPUs
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceState:
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PodOwner:
+    """Where an alert's pod leads: its root, or why there is none."""
+
+    namespace: str
+    pod: str
+    root: WorkloadRef | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    workloads: Mapping[WorkloadRef, WorkloadState]
+    namespaces: Mapping[str, NamespaceState]
+    pod_owners: Mapping[tuple[str, str], PodOwner]  # (namespace, pod) -> owner
+    controller_namespace: str = "gpu-guardian"
+    errors: tuple[str, ...] = ()  # what could not be read (the planner waits on these)
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEntry:
+    """One recorded step."""
+
+    episode: str
+    workload: WorkloadRef
+    step: LadderStep
+    outcome: StepOutcome
+    at: float
+    policy: str
+    dry_run: bool
+
+
+@dataclass(frozen=True)
+class LedgerView:
+    """What the ledger knows that the planner needs: open episodes and recent steps."""
+
+    open_episodes: Mapping[WorkloadRef, tuple[str, float, str]] = field(default_factory=dict)
+    # workload -> (episode id, started at, policy)
+    entries: tuple[LedgerEntry, ...] = ()
+
+    def steps(self, episode: str, *, real: bool) -> dict[LadderStep, float]:
+        """When each step of ``episode`` was done: applied, or also dry-run if not ``real``."""
+        done: dict[LadderStep, float] = {}
+        ok = {StepOutcome.APPLIED} if real else {StepOutcome.APPLIED, StepOutcome.DRY_RUN}
+        for entry in self.entries:
+            if entry.episode == episode and entry.outcome in ok:
+                done.setdefault(entry.step, entry.at)
+        return done
+
+    def reclaims_since(self, namespace: str, since: float, *, real: bool) -> int:
+        ok = {StepOutcome.APPLIED} if real else {StepOutcome.APPLIED, StepOutcome.DRY_RUN}
+        return sum(
+            1
+            for e in self.entries
+            if e.step is LadderStep.RECLAIM
+            and e.workload.namespace == namespace
+            and e.at >= since
+            and e.outcome in ok
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedAction:
+    """One step to take now (or, for GRACE, to record as pending), with its reason."""
+
+    workload: WorkloadRef
+    step: LadderStep
+    policy: str
+    episode: str
+    reason: str
+    dry_run: bool
+    alert_labels: LabelSet
+    next_step: LadderStep | None = None
+    next_step_due: float | None = None
+    delete_pod: bool = False
+    hpa_record: bool = False
+
+    @property
+    def mutating(self) -> bool:
+        return self.step in (LadderStep.ANNOTATE, LadderStep.RECLAIM, LadderStep.RESTORE)
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """A workload the planner did not act on this cycle, and why."""
+
+    workload: WorkloadRef | None
+    reason: str
+    policy: str = ""
+    episode: str = ""
+    alert_labels: LabelSet = field(default_factory=LabelSet)
+    refused: bool = True  # a guard said no (vs. simply not due yet)
+    next_step: LadderStep | None = None
+    next_step_due: float | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    now: float
+    actions: tuple[PlannedAction, ...] = ()
+    waits: tuple[Wait, ...] = ()
+    closed_episodes: tuple[tuple[WorkloadRef, str], ...] = ()  # alerts gone, not reclaimed
