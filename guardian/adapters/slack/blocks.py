@@ -1,0 +1,279 @@
+"""Render neutral findings into Slack Block Kit, within Slack's limits.
+
+Limits (api.slack.com/reference/block-kit): at most 50 blocks, 3,000 characters per
+section text, 10 fields of 2,000, 150 for a header's plain text, 255 for a block_id.
+Every payload carries the plain ``text`` fallback (notifications and screen readers).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from guardian.engine.notify.findings import idle_for
+from guardian.model.notifications import Finding, GroupSummary, HistoryEntry, Phase
+
+MAX_BLOCKS = 50
+MAX_HEADER = 150
+MAX_SECTION = 3000
+MAX_FIELDS = 10
+MAX_FIELD = 2000
+MAX_TEXT = 40000
+MAX_GROUP_LINES = 25
+
+Block = dict[str, Any]
+
+_STATUS = {
+    Phase.FIRING: (":red_circle:", "FIRING"),
+    Phase.GRACE: (":hourglass_flowing_sand:", "GRACE PERIOD"),
+    Phase.RECLAIMED: (":recycle:", "RECLAIMED"),
+    Phase.RESTORED: (":leftwards_arrow_with_hook:", "RESTORED"),
+    Phase.RESOLVED: (":white_check_mark:", "RESOLVED"),
+}
+
+
+@dataclass(frozen=True)
+class SlackPayload:
+    text: str
+    blocks: list[Block]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "blocks": self.blocks}
+
+
+def marker(idem: str) -> str:
+    """The block_id that identifies a message in history, for crash reconciliation."""
+    return "gg-" + hashlib.sha256(idem.encode()).hexdigest()[:24]
+
+
+def with_marker(payload: SlackPayload, idem: str) -> SlackPayload:
+    first, *rest = payload.blocks
+    return SlackPayload(payload.text, [{**first, "block_id": marker(idem)}, *rest])
+
+
+def escape(text: str) -> str:
+    """Slack's three control characters in mrkdwn and text."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def date(ts: float) -> str:
+    """A date Slack shows in the reader's time zone; the fallback is UTC."""
+    utc = datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"<!date^{int(ts)}^{{date_short_pretty}} {{time}}|{utc}>"
+
+
+def format_mentions(tokens: tuple[str, ...]) -> str:
+    """``U123``/``W123`` → ``<@U123>``, ``S123`` → ``<!subteam^S123>``, ``here``/``channel``
+    → ``<!here>``; ``<...>`` is kept; anything else is shown as text."""
+    out = []
+    for token in tokens:
+        bare = token.removeprefix("@")
+        if token.startswith("<") and token.endswith(">"):
+            out.append(token)
+        elif bare in ("here", "channel", "everyone"):
+            out.append(f"<!{bare}>")
+        elif bare[:1] in ("U", "W") and bare.isalnum() and bare.isupper():
+            out.append(f"<@{bare}>")
+        elif bare[:1] == "S" and bare.isalnum() and bare.isupper():
+            out.append(f"<!subteam^{bare}>")
+        else:
+            out.append(escape(token))
+    return " ".join(out)
+
+
+def _header(text: str) -> Block:
+    return {
+        "type": "header",
+        "text": {"type": "plain_text", "text": _cut(text, MAX_HEADER), "emoji": True},
+    }
+
+
+def _section(text: str) -> Block:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": _cut(text, MAX_SECTION)}}
+
+
+def _context(*parts: str) -> Block:
+    return {
+        "type": "context",
+        "elements": [{"type": "mrkdwn", "text": _cut(p, MAX_SECTION)} for p in parts[:10] if p],
+    }
+
+
+def _percent(ratio: float | None) -> str | None:
+    return None if ratio is None else f"{ratio * 100:.1f}%"
+
+
+def _gib(value: float) -> str:
+    return f"{value / 2**30:.1f} GiB"
+
+
+def _workload(f: Finding) -> str:
+    if f.workload is not None:
+        return f"{f.workload.kind} {f.workload.name}"
+    return f"Pod {f.pod}" if f.pod else "unknown"
+
+
+def _memory(f: Finding) -> str | None:
+    e = f.evidence
+    if e.memory_used_bytes is not None and e.memory_total_bytes:
+        share = e.memory_used_bytes / e.memory_total_bytes
+        return f"{_gib(e.memory_used_bytes)} / {_gib(e.memory_total_bytes)} ({share * 100:.1f}%)"
+    if e.peak_memory_ratio is not None:
+        return f"peak {_percent(e.peak_memory_ratio)} of total"
+    return None
+
+
+def _fields(f: Finding, now: float) -> list[Block]:
+    pairs: list[tuple[str, str | None]] = [
+        ("Cluster", f.cluster),
+        ("Namespace", f.namespace),
+        ("Workload", _workload(f)),
+        ("GPU group", f.gpu_group),
+        ("Node", f.node),
+        ("GPU model", f.gpu_model),
+        ("Peak utilization", _percent(f.evidence.peak_utilization)),
+        ("Memory used / total", _memory(f)),
+        ("Idle for", idle_for(f, now) if f.evidence.idle_since is not None else None),
+    ]
+    if f.cost is not None:
+        c = f.cost
+        per_gpu = f" ({f.gpus} GPUs)" if f.gpus > 1 else ""
+        wasted = f"{c.currency}{c.waste_so_far:.2f} wasted so far"
+        pairs.append(("Cost", f"{c.currency}{c.per_hour:.2f}/h{per_gpu} · {wasted}"))
+    shown = [(k, v) for k, v in pairs if v][:MAX_FIELDS]
+    return [{"type": "mrkdwn", "text": _cut(f"*{k}*\n{escape(v)}", MAX_FIELD)} for k, v in shown]
+
+
+def _status_line(f: Finding) -> str | None:
+    if f.phase is Phase.RECLAIMED and f.restore_command:
+        return f"*Reclaimed.* To restore:\n```{escape(f.restore_command)}```"
+    if f.next_step is not None and f.next_step_due is not None and f.open:
+        return f"*Next step:* {f.next_step.value} due {date(f.next_step_due)}"
+    if f.next_step is not None and f.open:
+        return f"*Next step:* {f.next_step.value}"
+    return None
+
+
+def status_title(f: Finding) -> str:
+    emoji, status = _STATUS[f.phase]
+    if f.resolved_at is not None and f.phase is not Phase.RESOLVED:
+        status += " · RESOLVED"
+    return f"{emoji} [{status}] {f.severity} · {f.alertname}"
+
+
+def render_parent(
+    f: Finding, now: float, *, reminder: bool = False, change: HistoryEntry | None = None
+) -> SlackPayload:
+    """An episode's parent message: the whole current state. ``change`` (webhook mode,
+    where a change is a new message) says what just happened."""
+    blocks: list[Block] = [_header(status_title(f))]
+    lead = escape(f.summary or f.description or f.alertname)
+    if change is not None:
+        lead = f"*{escape(change.text)}*\n{lead}"
+    if f.mentions:
+        lead += "\n" + format_mentions(f.mentions)
+    blocks.append(_section(lead))
+    blocks.append({"type": "section", "fields": _fields(f, now)})
+    status = _status_line(f)
+    if status:
+        blocks.append(_section(status))
+    notes = []
+    if f.resolved_at is not None:
+        notes.append(f":white_check_mark: Alert resolved {date(f.resolved_at)}")
+    if f.evaluation_note:
+        notes.append(f":warning: {escape(f.evaluation_note)}")
+    if reminder:
+        notes.append(":bell: Reminder")
+    if notes:
+        blocks.append(_context(*notes))
+    links = [f"Episode `{f.episode}`", f"since {date(f.active_at)}"]
+    if f.policy:
+        links.append(f"policy `{escape(f.policy)}`")
+    if f.runbook_url:
+        links.append(f"<{f.runbook_url}|Runbook>")
+    blocks.append(_context(" · ".join(links)))
+    return SlackPayload(_cut(fallback_text(f), MAX_TEXT), blocks)
+
+
+def fallback_text(f: Finding) -> str:
+    _, status = _STATUS[f.phase]
+    where = f"{f.namespace}/{_workload(f)}" if f.namespace else _workload(f)
+    text = f"[{status}] {f.severity} {f.alertname}: {where}"
+    if f.node:
+        text += f" on {f.node}"
+    if f.resolved_at is not None and f.phase is not Phase.RESOLVED:
+        text += " (alert resolved)"
+    if f.summary:
+        text += f" - {f.summary}"
+    if f.mentions:
+        text += " " + format_mentions(f.mentions)
+    return text
+
+
+def render_reply(entry: HistoryEntry, f: Finding | None, alertname: str = "") -> SlackPayload:
+    """One history line in the thread; ``f`` is the episode it is about (None: the group)."""
+    emoji, status = _STATUS[entry.phase]
+    subject = "" if f is None or f.pod is None else f" `{escape(f.pod)}`"
+    line = f"{emoji} *{status}*{subject} · {escape(entry.text)}"
+    if entry.next_step is not None and entry.next_step_due is not None:
+        line += f"\nNext: {entry.next_step.value} due {date(entry.next_step_due)}"
+    if f is not None and entry.phase is Phase.RECLAIMED and f.restore_command:
+        line += f"\nRestore with `{escape(f.restore_command)}`"
+    if entry.mentions:
+        line += "\n" + format_mentions(entry.mentions)
+    about = alertname if f is None else f"{f.alertname} {f.namespace or ''}/{f.pod or ''}"
+    text = f"[{status}] {about}: {entry.text}"
+    if entry.mentions:
+        text += " " + format_mentions(entry.mentions)
+    return SlackPayload(_cut(text, MAX_TEXT), [_section(line), _context(date(entry.at))])
+
+
+def render_detail(f: Finding, now: float) -> SlackPayload:
+    """A grouped episode's details, as a reply in its group's thread."""
+    payload = render_parent(f, now)
+    blocks = [
+        _section(f"*{escape(_workload(f))}* · {escape(status_title(f))}"),
+        *payload.blocks[1:],
+    ]
+    return SlackPayload(payload.text, blocks)
+
+
+def render_group(s: GroupSummary, now: float) -> SlackPayload:
+    """A group's parent: counts per phase and one line per episode; details in the thread."""
+    n = len(s.findings)
+    open_count = sum(1 for f in s.findings if f.open)
+    emoji = _STATUS[Phase.FIRING][0] if open_count else _STATUS[Phase.RESOLVED][0]
+    title = f"{emoji} {n} x {s.alertname} in {s.namespace} ({s.severity})"
+    counts = " · ".join(f"{_STATUS[p][1].lower()} {s.count(p)}" for p in Phase if s.count(p))
+    blocks: list[Block] = [_header(title), _section(f"*{counts}*\nDetails are in the thread.")]
+    lines = []
+    for f in s.findings[:MAX_GROUP_LINES]:
+        peak = _percent(f.evidence.peak_utilization)
+        bits = [f"`{escape(f.pod or _workload(f))}`", _STATUS[f.phase][1].lower()]
+        if f.node:
+            bits.append(escape(f.node))
+        if peak:
+            bits.append(f"peak {peak}")
+        lines.append(" · ".join(bits))
+    if n > MAX_GROUP_LINES:
+        lines.append(f"… and {n - MAX_GROUP_LINES} more")
+    blocks.append(_section("\n".join(lines)))
+    costs = [(f, f.cost) for f in s.findings if f.cost is not None]
+    if costs:
+        cur = costs[0][1].currency
+        rate = sum(c.per_hour for f, c in costs if f.open)
+        wasted = sum(c.waste_so_far for _, c in costs)
+        blocks.append(_context(f"Cost {cur}{rate:.2f}/h open · {cur}{wasted:.2f} wasted so far"))
+    runbook = next((f.runbook_url for f in s.findings if f.runbook_url), None)
+    tail = [f"updated {date(now)}"]
+    if runbook:
+        tail.append(f"<{runbook}|Runbook>")
+    blocks.append(_context(" · ".join(tail)))
+    text = f"{n} x {s.alertname} in {s.namespace} ({counts})"
+    return SlackPayload(_cut(text, MAX_TEXT), blocks[:MAX_BLOCKS])

@@ -1,0 +1,233 @@
+"""Slack over the wire: the Web API (bot token) and incoming webhooks, with errors sorted
+by whether a retry can help and whether the message may have arrived anyway.
+
+slack_sdk's ``RateLimitErrorRetryHandler`` honours ``Retry-After`` inside the call; when
+its retries run out the 429 reaches the outbox queue, which waits ``Retry-After`` for
+that channel. No connection-error retry handler is installed on purpose: a reset after
+Slack accepted a post would re-post it blind. The outbox retries instead, after
+reconciling (see ``find``). Secrets (the token, a webhook URL) never reach a log line or
+an exception message: every error text passes through ``Secret.redact``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
+from slack_sdk.webhook import WebhookClient
+
+from guardian.model.errors import PermanentError, TransientError
+
+logger = logging.getLogger(__name__)
+
+# Slack errors where retrying later can work: the workspace or token may be fixed meanwhile.
+_AUTH_ERRORS = frozenset(
+    {"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired",
+     "no_permission", "ekm_access_denied", "team_access_not_granted"}
+)  # fmt: skip
+_SERVER_ERRORS = frozenset(
+    {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
+)
+_GONE = frozenset({"message_not_found", "thread_not_found", "cant_update_message"})
+_NO_HISTORY = frozenset({"missing_scope", "not_in_channel", "not_allowed_token_type"})
+
+
+class Secret:
+    """A token or webhook URL: ``str()`` and ``repr()`` never show it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value.strip()
+
+    def reveal(self) -> str:
+        return self._value
+
+    def redact(self, text: str) -> str:
+        return text.replace(self._value, "[redacted]") if self._value else text
+
+    def __repr__(self) -> str:
+        return "Secret([redacted])"
+
+    __str__ = __repr__
+
+
+class RateLimited(TransientError):
+    """Slack said 429: nothing was delivered; wait ``delay`` seconds on this channel."""
+
+
+class Uncertain(TransientError):
+    """5xx, timeout or a broken connection: the message may or may not have arrived."""
+
+
+class Unauthorized(TransientError):
+    """The token is refused: keep everything queued until it is fixed."""
+
+
+class MessageGone(PermanentError):
+    """The parent message no longer exists (deleted, or cannot be edited)."""
+
+
+class Rejected(PermanentError):
+    """Slack refuses this message for good (unknown channel, invalid blocks, ...)."""
+
+
+class CannotReconcile(PermanentError):
+    """History cannot be read (missing ``channels:history``, or webhook mode)."""
+
+
+@dataclass(frozen=True)
+class Sent:
+    channel_id: str | None
+    ts: str | None
+
+
+class Transport(Protocol):
+    can_update: bool
+
+    def post(self, channel: str, payload: dict[str, Any], thread_ts: str | None) -> Sent: ...
+
+    def update(self, channel_id: str, ts: str, payload: dict[str, Any]) -> Sent: ...
+
+    def find(self, channel: str, marker: str, oldest: float, thread_ts: str | None) -> Sent | None:
+        """The message carrying block_id ``marker`` posted since ``oldest``, if any."""
+        ...
+
+
+def _retry_after(headers: Any) -> float:
+    try:
+        return max(0.0, float(headers.get("Retry-After") or headers.get("retry-after") or 1))
+    except (TypeError, ValueError, AttributeError):
+        return 1.0
+
+
+class WebApiTransport:
+    can_update = True
+
+    def __init__(
+        self,
+        token: Secret,
+        *,
+        base_url: str = "https://slack.com/api/",
+        timeout: float = 30.0,
+        rate_limit_retries: int = 1,
+    ) -> None:
+        self._secret = token
+        self._client = WebClient(
+            token=token.reveal(),
+            base_url=base_url,
+            timeout=int(max(1, timeout)),
+            retry_handlers=[RateLimitErrorRetryHandler(max_retry_count=rate_limit_retries)],
+        )
+
+    def _call(self, method: str, **kwargs: Any) -> Any:
+        try:
+            return self._client.api_call(method, json=kwargs)
+        except SlackApiError as exc:
+            raise self._classify(method, exc) from None
+        except Exception as exc:
+            text = self._secret.redact(f"{type(exc).__name__}: {exc}")
+            raise Uncertain(f"{method}: {text}") from None
+
+    def _classify(self, method: str, exc: SlackApiError) -> Exception:
+        response = exc.response
+        status = int(getattr(response, "status_code", 0) or 0)
+        error = ""
+        if isinstance(response.data, dict):
+            error = str(response.data.get("error") or "")
+        text = self._secret.redact(f"{method}: HTTP {status} {error}".strip())
+        if status == 429 or error == "ratelimited":
+            return RateLimited(text, delay=_retry_after(response.headers))
+        if status >= 500 or error in _SERVER_ERRORS:
+            return Uncertain(text)
+        if error in _AUTH_ERRORS:
+            return Unauthorized(text)
+        if error in _GONE:
+            return MessageGone(text)
+        if error in _NO_HISTORY and method.startswith("conversations."):
+            return CannotReconcile(text)
+        return Rejected(text)
+
+    def post(self, channel: str, payload: dict[str, Any], thread_ts: str | None) -> Sent:
+        args = dict(payload, channel=channel, unfurl_links=False, unfurl_media=False)
+        if thread_ts:
+            args["thread_ts"] = thread_ts
+        response = self._call("chat.postMessage", **args)
+        return Sent(response.get("channel"), response.get("ts"))
+
+    def update(self, channel_id: str, ts: str, payload: dict[str, Any]) -> Sent:
+        response = self._call("chat.update", channel=channel_id, ts=ts, **payload)
+        return Sent(response.get("channel"), response.get("ts"))
+
+    def find(self, channel: str, marker: str, oldest: float, thread_ts: str | None) -> Sent | None:
+        method = "conversations.replies" if thread_ts else "conversations.history"
+        cursor = None
+        for _ in range(10):  # at most 2,000 messages back; the crash window is seconds
+            args: dict[str, Any] = {"channel": channel, "oldest": f"{oldest:.6f}", "limit": 200}
+            if thread_ts:
+                args["ts"] = thread_ts
+            if cursor:
+                args["cursor"] = cursor
+            response = self._client_get(method, args)
+            for message in response.get("messages") or []:
+                blocks = message.get("blocks") or []
+                if any(b.get("block_id") == marker for b in blocks if isinstance(b, dict)):
+                    return Sent(None, str(message.get("ts")))
+            cursor = (response.get("response_metadata") or {}).get("next_cursor")
+            if not cursor:
+                return None
+        return None
+
+    def _client_get(self, method: str, params: dict[str, Any]) -> Any:
+        try:
+            return self._client.api_call(method, http_verb="GET", params=params)
+        except SlackApiError as exc:
+            raise self._classify(method, exc) from None
+        except Exception as exc:
+            raise Uncertain(self._secret.redact(f"{method}: {type(exc).__name__}: {exc}")) from None
+
+
+class WebhookTransport:
+    """Incoming webhook: posts only. It cannot update or thread (it never learns a ts), so
+    every change is a new message; a crash between send and commit re-sends it."""
+
+    can_update = False
+
+    def __init__(self, url: Secret, *, timeout: float = 30.0, rate_limit_retries: int = 1) -> None:
+        self._secret = url
+        self._client = WebhookClient(
+            url.reveal(),
+            timeout=int(max(1, timeout)),
+            retry_handlers=[RateLimitErrorRetryHandler(max_retry_count=rate_limit_retries)],
+        )
+
+    def post(self, channel: str, payload: dict[str, Any], thread_ts: str | None) -> Sent:
+        try:
+            response = self._client.send_dict(dict(payload, unfurl_links=False))
+        except Exception as exc:
+            raise Uncertain(self._secret.redact(f"webhook: {type(exc).__name__}: {exc}")) from None
+        status, body = response.status_code, str(response.body or "")
+        if status == 200:
+            return Sent(None, None)
+        text = self._secret.redact(f"webhook: HTTP {status} {body[:100]}")
+        if status == 429:
+            return self._raise(RateLimited(text, delay=_retry_after(response.headers)))
+        if status >= 500:
+            return self._raise(Uncertain(text))
+        if status in (401, 403) or body in ("invalid_token", "action_prohibited"):
+            return self._raise(Unauthorized(text))
+        return self._raise(Rejected(text))
+
+    @staticmethod
+    def _raise(error: Exception) -> Sent:
+        raise error
+
+    def update(self, channel_id: str, ts: str, payload: dict[str, Any]) -> Sent:
+        raise MessageGone("webhooks cannot update messages")
+
+    def find(self, channel: str, marker: str, oldest: float, thread_ts: str | None) -> Sent | None:
+        raise CannotReconcile("webhooks cannot read history")

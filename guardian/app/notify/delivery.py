@@ -1,0 +1,196 @@
+"""Drain the durable outbox into Slack: one FIFO per channel, paced, retried, reconciled.
+
+Per channel the head operation goes first, and nothing behind it overtakes it. Posts
+(parents and replies) are spaced ``post_interval`` apart per channel; a 429 blocks that
+channel for ``Retry-After``; 5xx and connection errors back off exponentially. Before a
+post that may already have reached Slack is sent again (a crash or an ambiguous error
+after the ``sending`` mark was committed), the channel or thread history is searched for
+the message's marker block_id.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+
+from guardian.adapters.slack.blocks import marker
+from guardian.adapters.slack.outbox import PENDING, SENDING, OutboxItem, SlackStore, ThreadRow
+from guardian.adapters.slack.transport import (
+    CannotReconcile,
+    MessageGone,
+    RateLimited,
+    Rejected,
+    Sent,
+    Transport,
+    Unauthorized,
+    Uncertain,
+)
+from guardian.app.notify.metrics import NotifierMetrics
+from guardian.app.notify.settings import DeliverySettings
+from guardian.model.errors import TransientError
+
+logger = logging.getLogger(__name__)
+
+_RECONCILE_SLACK = 60.0  # seconds before the first attempt to search from (clock skew)
+
+
+class Deliverer:
+    def __init__(
+        self,
+        store: SlackStore,
+        transport: Transport,
+        clock: Callable[[], float],
+        settings: DeliverySettings,
+        metrics: NotifierMetrics,
+    ) -> None:
+        self._store = store
+        self._transport = transport
+        self._clock = clock
+        self._settings = settings
+        self._metrics = metrics
+        self._next_post: dict[str, float] = {}
+        self._blocked: dict[str, float] = {}
+        self._warned_history = False
+
+    def _ready_at(self, item: OutboxItem) -> float:
+        ready = max(item.not_before, self._blocked.get(item.channel, 0.0))
+        if item.op != "update":
+            ready = max(ready, self._next_post.get(item.channel, 0.0))
+        return ready
+
+    def drain(self, limit: int = 1000) -> float | None:
+        """Send what is due now (at most ``limit`` operations). Returns when the next
+        operation is due, or ``None`` when the outbox is empty."""
+        done = 0
+        while done < limit:
+            heads = self._store.heads()
+            if not heads:
+                return None
+            now = self._clock()
+            due = [h for h in heads if self._ready_at(h) <= now]
+            if not due:
+                return min(self._ready_at(h) for h in heads)
+            for item in due:
+                try:
+                    self._process(item)
+                except Exception:  # a bug must not stop the other channels
+                    logger.exception("slack: operation %s failed unexpectedly", item.seq)
+                    self._store.retry_later(
+                        item.seq, item.state, now + self._backoff(item.attempts + 1), "error"
+                    )
+                    self._metrics.requests.labels(item.op, "error").inc()
+                done += 1
+        return self._clock()
+
+    def _backoff(self, attempts: int) -> float:
+        s = self._settings
+        return float(min(s.backoff_max, s.backoff_initial * math.pow(2, max(0, attempts - 1))))
+
+    # -------------------------------------------------------------- one operation
+    def _process(self, item: OutboxItem) -> None:
+        thread = self._store.thread(item.thread)
+        op = item.op
+        if op == "update" and (
+            thread is None or thread.ts is None or not self._transport.can_update
+        ):
+            self._store.convert_to_post(item.seq)  # no parent to edit: post the state afresh
+            return
+        if op == "reply" and (thread is None or thread.ts is None):
+            self._store.convert_to_post(item.seq)  # its parent never arrived: keep the news
+            return
+        if item.state == SENDING and op != "update":
+            try:
+                found = self._reconcile(item, thread)
+            except TransientError as exc:  # Slack still unreachable: try again later
+                delay = exc.delay or self._backoff(item.attempts + 1)
+                self._store.retry_later(item.seq, SENDING, self._clock() + delay, str(exc))
+                self._count(item, "uncertain", str(exc), logging.WARNING)
+                return
+            if found is not None:
+                channel_id = found.channel_id or (thread.channel_id if thread else None)
+                self._store.mark_done(
+                    item, self._clock(), channel_id, found.ts, anchor=op == "post"
+                )
+                return
+        now = self._clock()
+        self._store.mark_sending(item.seq, now)
+        try:
+            if op == "update":
+                assert thread is not None  # noqa: S101 - checked at the top
+                assert thread.ts is not None  # noqa: S101
+                assert thread.channel_id is not None  # noqa: S101
+                sent = self._transport.update(thread.channel_id, thread.ts, item.payload)
+            elif op == "reply":
+                assert thread is not None  # noqa: S101 - checked at the top
+                assert thread.ts is not None  # noqa: S101
+                channel = thread.channel_id or item.channel
+                sent = self._transport.post(channel, item.payload, thread.ts)
+            else:
+                sent = self._transport.post(item.channel, item.payload, None)
+        except RateLimited as exc:
+            delay = exc.delay or 1.0
+            self._blocked[item.channel] = now + delay
+            self._store.retry_later(item.seq, PENDING, now + delay, str(exc))
+            self._count(item, "rate_limited", str(exc), logging.WARNING)
+        except Uncertain as exc:
+            # A post may have arrived: stay "sending" so the next try looks first.
+            state = PENDING if op == "update" else SENDING
+            self._store.retry_later(
+                item.seq, state, now + self._backoff(item.attempts + 1), str(exc)
+            )
+            self._count(item, "uncertain", str(exc), logging.WARNING)
+        except Unauthorized as exc:
+            self._store.retry_later(item.seq, PENDING, now + self._settings.backoff_max, str(exc))
+            self._count(item, "unauthorized", str(exc), logging.ERROR)
+        except MessageGone as exc:
+            self._store.convert_to_post(item.seq)
+            self._count(item, "gone", str(exc), logging.WARNING)
+        except Rejected as exc:
+            self._store.mark_dead(item.seq, now, str(exc))
+            self._metrics.dead.inc()
+            self._count(item, "rejected", str(exc), logging.ERROR)
+        else:
+            self._store.mark_done(
+                item,
+                self._clock(),
+                sent.channel_id or (thread.channel_id if thread else None),
+                sent.ts,
+                anchor=op == "post",
+            )
+            self._metrics.requests.labels(op, "ok").inc()
+        finally:
+            if op != "update":
+                self._next_post[item.channel] = self._clock() + self._settings.post_interval
+
+    def _count(self, item: OutboxItem, result: str, text: str, level: int) -> None:
+        self._metrics.requests.labels(item.op, result).inc()
+        logger.log(
+            level, "slack: %s to %s (operation %s): %s", item.op, item.channel, item.seq, text
+        )
+
+    def _reconcile(self, item: OutboxItem, thread: ThreadRow | None) -> Sent | None:
+        """Look for the message in Slack before sending it again; ``None``: send it."""
+        if self._settings.reconcile != "history" or not self._transport.can_update:
+            return None  # webhooks cannot read history: at-least-once
+        thread_ts = thread.ts if thread is not None and item.op == "reply" else None
+        channel_id = thread.channel_id if thread is not None else None
+        oldest = (item.first_attempt_at or self._clock()) - _RECONCILE_SLACK
+        try:
+            found = self._transport.find(
+                channel_id or item.channel, marker(item.idem), oldest, thread_ts
+            )
+        except CannotReconcile as exc:
+            if not self._warned_history:
+                self._warned_history = True
+                logger.warning(
+                    "slack: cannot read history to check for a message that may have arrived "
+                    "(%s); re-posting, which may duplicate it. Grant channels:history and "
+                    "groups:history, or set delivery.reconcile: resend.",
+                    exc,
+                )
+            return None
+        self._metrics.reconciled.labels(str(found is not None).lower()).inc()
+        if found is not None:
+            logger.info("slack: operation %s had reached Slack before; not re-posting", item.seq)
+        return found

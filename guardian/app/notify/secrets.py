@@ -1,0 +1,37 @@
+"""Load the bot token or webhook URL from a mounted file or an environment variable.
+
+Errors name the file or the variable, never the value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from guardian.adapters.slack.transport import Secret
+from guardian.model.errors import ConfigError
+
+
+def read_secret(
+    *, env: Mapping[str, str], env_name: str, file: str | None, what: str, field: str
+) -> Secret:
+    """``file`` wins when set (a Kubernetes Secret mounted as a file rotates in place)."""
+    if file:
+        try:
+            value = Path(file).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot read the {what}: {exc.strerror or type(exc).__name__}",
+                path=file,
+                field=field,
+            ) from None
+        if not value:
+            raise ConfigError(f"the {what} file is empty", path=file, field=field)
+        return Secret(value)
+    value = env.get(env_name, "").strip()
+    if not value:
+        raise ConfigError(
+            f"no {what}: set the environment variable {env_name} or {field}",
+            field=field,
+        )
+    return Secret(value)

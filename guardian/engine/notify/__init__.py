@@ -1,0 +1,1 @@
+"""Pure notification decisions: findings, routing, mute windows and message lifecycles."""
