@@ -11,9 +11,11 @@ from guardian.engine.templates import nodes as n
 from guardian.engine.templates.errors import BreakLoop, ContinueLoop, ExecError, FuncError
 from guardian.engine.templates.gofmt import go_quote, go_sprint_value, sprint
 from guardian.engine.templates.signature import GO_KIND_NAMES, Func
+from guardian.engine.templates.timemethods import time_method
 from guardian.engine.templates.values import (
     MISSING,
     ArgsMap,
+    GoTime,
     QueryResult,
     QuerySample,
     TemplateData,
@@ -240,12 +242,14 @@ class State:
         from_iface = False  # an element of map[string]interface {} has static type interface {}
         for name in names[:-1]:
             next_iface = isinstance(receiver, ArgsMap)
-            receiver = self.eval_field(name, None, _NO_FINAL, receiver, from_iface)
+            receiver = self.eval_field(dot, node, name, None, _NO_FINAL, receiver, from_iface)
             from_iface = next_iface
-        return self.eval_field(names[-1], args, final, receiver, from_iface)
+        return self.eval_field(dot, node, names[-1], args, final, receiver, from_iface)
 
     def eval_field(
         self,
+        dot: object,
+        node: n.Node,
         name: str,
         args: list[n.Node] | None,
         final: object,
@@ -257,6 +261,10 @@ class State:
         has_args = (args is not None and len(args) > 1) or final is not _NO_FINAL
         if receiver is None:
             raise self.errorf(f"nil pointer evaluating interface {{}}.{name}")
+        if isinstance(receiver, GoTime):
+            method = time_method(receiver, name)
+            if method is not None:
+                return self.eval_call(dot, method, node, name, args, final)
         if isinstance(receiver, TemplateData | QuerySample):
             fields: dict[str, object]
             if isinstance(receiver, TemplateData):

@@ -190,6 +190,13 @@ _MORE_TEMPLATES += [
     '{{ 1i }}|{{ 1+2i }}|{{ 0i }}|{{ printf "%v %.1f" 1.5-2i 1i }}|{{ 1e+5 }}|{{ eq 1i 1i }}|{{ not 0i }}',
     "{{ 'x' }}|{{ '\\n' }}|{{ printf \"%c%q\" 'é' 'y' }}",
 ]
+_MORE_TEMPLATES += [
+    '{{ (toTime 1500000000.123).Format "2006-01-02T15:04:05.000Z07:00 Mon Jan _2 3PM" }}|{{ (toTime $value).Unix }}|{{ with toTime 1.5e9 }}{{ .Year }} {{ .Month }} {{ .Weekday }} {{ .YearDay }} {{ .UnixMilli }} {{ .Day }}{{ end }}',
+    "{{ (toTime 0).Format }}",
+    "{{ (toTime 0).Nope }}",
+    '{{ (toTime -1.5).Format "Monday, 02-Jan-06 15:04:05.999999 MST -0700 __2 002 pm .9 ,000 Z0700 1 2 06" }}|{{ (toTime 1e9).UTC }}|{{ (toTime 1e9).String }}|{{ (toTime 0).IsZero }}|{{ (toTime 1.5e9).Nanosecond }}',
+    '{{ (toTime $value).Format "15:04 on Jan 2" }}|{{ ($value | toTime).Hour }}',
+]
 CASES += [("1234567", text) for text in _MORE_TEMPLATES]
 
 PARITY_FILE = Path(__file__).with_name("parity_expected.json")
