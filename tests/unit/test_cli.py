@@ -8,7 +8,6 @@ import sys
 
 import pytest
 
-from exporter.cli import main as exporter_main
 from guardian.cli import main as guardian_main
 
 
@@ -49,11 +48,6 @@ def test_placeholders_exit_2_and_print_nothing_on_stdout(
     out, err = capsys.readouterr()
     assert out == ""
     assert message in err
-
-
-def test_exporter_placeholder(capsys: pytest.CaptureFixture[str]) -> None:
-    assert exporter_main(["serve"]) == 2
-    assert "guardian-exporter serve: not implemented yet" in capsys.readouterr().err
 
 
 def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
