@@ -6,6 +6,7 @@ series of vanished processes and pods simply are not there.
 
 from __future__ import annotations
 
+import gzip
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -175,17 +176,22 @@ class RenderedSnapshot:
         self._lock = threading.Lock()
         self._bodies: dict[str, bytes] = {}
 
-    def body(self, accept: str | None) -> tuple[bytes, str]:
+    def body(self, accept: str | None, gzipped: bool = False) -> tuple[bytes, str]:
         encoder, content_type = choose_encoder(accept or "")
-        cached = self._bodies.get(content_type)
+        key = f"{content_type};gzip" if gzipped else content_type
+        cached = self._bodies.get(key)
         if cached is not None:
             return cached, content_type
         with self._lock:  # concurrent scrapes of a new snapshot wait for one render
-            cached = self._bodies.get(content_type)
+            cached = self._bodies.get(key)
             if cached is None:
-                started = time.perf_counter()
-                cached = encoder(self.registry)
-                if self._timer is not None:
-                    self._timer.last_seconds = time.perf_counter() - started
-                self._bodies[content_type] = cached
+                plain = self._bodies.get(content_type)
+                if plain is None:
+                    started = time.perf_counter()
+                    plain = self._bodies[content_type] = encoder(self.registry)
+                    if self._timer is not None:
+                        self._timer.last_seconds = time.perf_counter() - started
+                cached = plain
+                if gzipped:
+                    cached = self._bodies[key] = gzip.compress(plain, compresslevel=6)
         return cached, content_type

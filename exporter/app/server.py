@@ -82,10 +82,12 @@ class ExporterApp:
             rendered = self._store.current
             if rendered is None:
                 return _text(start_response, "503 Service Unavailable", "no snapshot yet\n")
-            body, content_type = rendered.body(environ.get("HTTP_ACCEPT"))
-            start_response(
-                "200 OK", [("Content-Type", content_type), ("Content-Length", str(len(body)))]
-            )
+            gzipped = "gzip" in environ.get("HTTP_ACCEPT_ENCODING", "")
+            body, content_type = rendered.body(environ.get("HTTP_ACCEPT"), gzipped)
+            headers = [("Content-Type", content_type), ("Content-Length", str(len(body)))]
+            if gzipped:
+                headers.append(("Content-Encoding", "gzip"))
+            start_response("200 OK", headers)
             return [body]
         finally:
             self._slots.release()

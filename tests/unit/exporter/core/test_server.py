@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import shutil
 import socket
 import ssl
@@ -72,6 +73,10 @@ def test_routes(serve: Any) -> None:
     assert status == 200
     assert "guardian_exporter_nvml_up 0.0" in body
     assert get(url + "/nope")[0] == 404
+    request = urllib.request.Request(url + "/metrics", headers={"Accept-Encoding": "gzip"})  # noqa: S310
+    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+        assert response.headers["Content-Encoding"] == "gzip"
+        assert gzip.decompress(response.read()).decode() == body
 
 
 def test_health_reflects_the_collector(serve: Any) -> None:
@@ -87,10 +92,10 @@ def test_concurrent_scrapes_beyond_the_cap_get_503() -> None:
     assert store.current is not None
     original = store.current.body
 
-    def slow_body(accept: str | None) -> tuple[bytes, str]:
+    def slow_body(accept: str | None, gzipped: bool = False) -> tuple[bytes, str]:
         entered.set()
         release.wait(10)
-        return original(accept)
+        return original(accept, gzipped)
 
     store.current.body = slow_body  # type: ignore[method-assign]
     statuses: list[str] = []
