@@ -6,6 +6,7 @@ import glob
 from collections.abc import Sequence
 from pathlib import Path
 
+from guardian.engine.planner import find_overlaps
 from guardian.model.errors import ConfigError, ConfigErrors
 from guardian.model.policies import ReclaimPolicy
 from guardian.model.policies_load import check_unique, parse_policies
@@ -42,3 +43,36 @@ def load_policies(patterns: Sequence[str]) -> list[ReclaimPolicy]:
     if errors:
         raise ConfigErrors(errors)
     return policies
+
+
+def describe(policy: ReclaimPolicy) -> str:
+    spec = policy.spec
+    ladder = spec.ladder
+    steps = [s for s, on in (("notify", ladder.notify), ("annotate", ladder.annotate)) if on]
+    if ladder.reclaim:
+        steps.append(f"reclaim after {ladder.grace_period:.0f}s")
+    scope = ", ".join(spec.scope.namespaces) or "all namespaces"
+    return (
+        f"{policy.name} ({policy.source}): priority {spec.priority}, mode {spec.mode.value}, "
+        f"{scope}; ladder: {' → '.join(steps)}; warm-up {spec.warmup:.0f}s"
+    )
+
+
+def check_report(patterns: Sequence[str]) -> tuple[int, list[str], list[str]]:
+    """(number of policies, lines to print, problems). Raises ConfigErrors for invalid files."""
+    policies = load_policies(patterns)
+    lines = [describe(p) for p in sorted(policies, key=lambda p: p.name)]
+    problems: list[str] = []
+    for overlap in find_overlaps(policies):
+        text = (
+            f"overlap: {overlap.winner.name} and {overlap.loser.name} can both match "
+            f"({overlap.why}); {overlap.winner.name} wins"
+        )
+        if overlap.ambiguous:
+            problems.append(
+                f"{text} only by specificity or name at the same priority "
+                f"{overlap.winner.spec.priority}: give one a higher priority"
+            )
+        else:
+            lines.append(f"{text} by priority")
+    return len(policies), lines, problems

@@ -100,14 +100,22 @@ def _may_overlap(a: ReclaimPolicy, b: ReclaimPolicy) -> str | None:
         if _labels_conflict(sel_a.match_labels, sel_b.match_labels):
             return None
     shared = []
-    names = set(sa.alerts.names) & set(sb.alerts.names)
-    shared.append(f"alerts {sorted(names)}" if names else "alerts (any name)")
-    spaces = set(sa.scope.namespaces) & set(sb.scope.namespaces)
-    if spaces:
-        shared.append(f"namespaces {sorted(spaces)}")
-    elif not sa.scope.namespaces or not sb.scope.namespaces:
-        shared.append("namespaces (unrestricted on one side)")
+    names = _shared(sa.alerts.names, sb.alerts.names)
+    shared.append(f"alerts {names}" if names else "alerts (any name)")
+    spaces = _shared(sa.scope.namespaces, sb.scope.namespaces)
+    shared.append(f"namespaces {spaces}" if spaces else "any namespace")
+    kinds = _shared(sa.scope.kinds, sb.scope.kinds)
+    if kinds:
+        shared.append(f"kinds {kinds}")
     return ", ".join(shared)
+
+
+def _shared(a: Iterable[str], b: Iterable[str]) -> list[str]:
+    """What both sides can match: an empty list on one side means "any"."""
+    left, right = set(a), set(b)
+    if left and right:
+        return sorted(left & right)
+    return sorted(left or right)
 
 
 def find_overlaps(policies: Sequence[ReclaimPolicy]) -> list[Overlap]:

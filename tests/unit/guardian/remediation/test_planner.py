@@ -1,0 +1,557 @@
+"""Table-driven tests of the pure planner: one row per rule of the ladder and its guards."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from guardian.engine.planner import PlannerSettings, plan
+from guardian.engine.planner.ladder import workload_episode
+from guardian.engine.planner.times import rfc3339
+from guardian.model.policies import NOTEBOOK_STOPPED, Annotations, ReclaimPolicy
+from guardian.model.reclaim import (
+    ActionKind,
+    ClusterSnapshot,
+    FiringAlert,
+    GroupHealth,
+    HpaState,
+    LedgerEntry,
+    LedgerView,
+    NamespaceState,
+)
+from guardian.model.remediation import LadderStep, StepOutcome
+
+from .factories import (
+    NOW,
+    alert,
+    enforce,
+    healthy,
+    pipeline_alert,
+    policy,
+    ref,
+    snapshot,
+    workload,
+)
+
+REAL = PlannerSettings(dry_run=False, pipeline_groups=("pipeline",))
+DRY = PlannerSettings(pipeline_groups=("pipeline",))
+EPISODE = workload_episode(ref(), NOW - 7200)
+
+
+def ledger(
+    *steps: tuple[LadderStep, float], outcome: StepOutcome = StepOutcome.APPLIED
+) -> LedgerView:
+    entries = tuple(
+        LedgerEntry(EPISODE, ref(), step, outcome, at, "p", outcome is StepOutcome.DRY_RUN)
+        for step, at in steps
+    )
+    return LedgerView({ref(): (EPISODE, NOW - 7200, "p")}, entries)
+
+
+NOTIFIED_2H = ledger((LadderStep.NOTIFY, NOW - 7000), (LadderStep.ANNOTATE, NOW - 6900))
+
+
+@dataclass
+class Case:
+    id: str
+    expect: str  # a LadderStep value, or "wait:<substring of the reason>"
+    policies: list[ReclaimPolicy] = field(default_factory=lambda: [enforce()])
+    alerts: list[FiringAlert] = field(default_factory=lambda: [alert()])
+    snap: ClusterSnapshot | None = None
+    view: LedgerView | None = None
+    settings: PlannerSettings = REAL
+    health: dict[str, GroupHealth] | None = None
+    check: Callable[[Any], None] | None = None
+
+
+def _ns(**annotations: str) -> dict[str, dict[str, Any]]:
+    return {"ml": {"annotations": annotations}}
+
+
+CASES = [
+    Case("no policy matches", "wait:no policy matches", policies=[]),
+    Case("alert names must match", "wait:no policy", policies=[enforce(alerts={"names": ["X"]})]),
+    Case("pending alert starts nothing", "none", alerts=[alert(firing=False)]),
+    Case("first step notifies", "notify"),
+    Case(
+        "observe mode is a dry run",
+        "notify",
+        policies=[policy()],
+        check=lambda a: (a.dry_run, a.next_step) == (True, LadderStep.ANNOTATE) or _fail(a),
+    ),
+    Case(
+        "global dry-run wins over enforce",
+        "notify",
+        settings=DRY,
+        check=lambda a: a.dry_run or _fail(a),
+    ),
+    Case("then annotates", "annotate", view=ledger((LadderStep.NOTIFY, NOW - 600))),
+    Case(
+        "then waits out the grace period",
+        "wait:grace period: reclaim due at " + rfc3339(NOW - 600 + 3600),
+        view=ledger((LadderStep.NOTIFY, NOW - 600), (LadderStep.ANNOTATE, NOW - 300)),
+    ),
+    Case("then reclaims", "reclaim", view=NOTIFIED_2H),
+    Case(
+        "a dry-run notification does not count once enforcing",
+        "notify",
+        view=ledger((LadderStep.NOTIFY, NOW - 7000), outcome=StepOutcome.DRY_RUN),
+    ),
+    Case(
+        "dry-run steps advance a dry-run ladder",
+        "reclaim",
+        settings=DRY,
+        view=ledger(
+            (LadderStep.NOTIFY, NOW - 7000),
+            (LadderStep.ANNOTATE, NOW - 6000),
+            outcome=StepOutcome.DRY_RUN,
+        ),
+        check=lambda a: a.dry_run or _fail(a),
+    ),
+    Case(
+        "one step per cycle",
+        "wait:one ladder step per cycle",
+        view=ledger((LadderStep.NOTIFY, NOW)),
+    ),
+    Case(
+        "an annotation found on the object counts (crash before the ledger write)",
+        "reclaim",
+        view=ledger((LadderStep.NOTIFY, NOW - 7000)),
+        snap=snapshot(
+            workload(
+                annotations={
+                    Annotations.EPISODE: EPISODE,
+                    Annotations.FLAGGED_AT: rfc3339(NOW - 6000),
+                }
+            )
+        ),
+    ),
+    Case(
+        "ladder without reclaim stops",
+        "wait:ends before reclaim",
+        policies=[enforce(ladder={"reclaim": False})],
+        view=NOTIFIED_2H,
+    ),
+    # -- exclusions
+    Case(
+        "kube-system is excluded",
+        "wait:kube-system is always excluded",
+        alerts=[alert(namespace="kube-system")],
+        snap=snapshot(
+            workload(ref(namespace="kube-system")),
+            pods={("kube-system", "web-1"): ref(namespace="kube-system")},
+        ),
+    ),
+    Case(
+        "the controller's namespace is excluded",
+        "wait:the controller's own",
+        alerts=[alert(namespace="gpu-guardian")],
+        snap=snapshot(
+            workload(ref(namespace="gpu-guardian")),
+            pods={("gpu-guardian", "web-1"): ref(namespace="gpu-guardian")},
+        ),
+    ),
+    Case(
+        "exclude annotation",
+        "wait:exclude=true",
+        snap=snapshot(workload(annotations={Annotations.EXCLUDE: "true"})),
+    ),
+    Case(
+        "exclude-until in the future",
+        "wait:excluded until",
+        snap=snapshot(workload(annotations={Annotations.EXCLUDE_UNTIL: rfc3339(NOW + 60)})),
+    ),
+    Case(
+        "exclude-until in the past",
+        "notify",
+        snap=snapshot(workload(annotations={Annotations.EXCLUDE_UNTIL: rfc3339(NOW - 60)})),
+    ),
+    Case(
+        "unreadable exclude-until still excludes",
+        "wait:unreadable",
+        snap=snapshot(workload(annotations={Annotations.EXCLUDE_UNTIL: "tomorrow"})),
+    ),
+    Case(
+        "namespace exclude annotation",
+        "wait:namespace ml has",
+        snap=snapshot(workload(), namespaces=_ns(**{Annotations.EXCLUDE: "true"})),
+    ),
+    Case(
+        "snoozed workload",
+        "wait:snoozed until",
+        snap=snapshot(workload(annotations={Annotations.SNOOZE_UNTIL: rfc3339(NOW + 600)})),
+    ),
+    Case(
+        "snoozed namespace",
+        "wait:snoozed until",
+        snap=snapshot(workload(), namespaces=_ns(**{Annotations.SNOOZE_UNTIL: rfc3339(NOW + 1)})),
+    ),
+    Case(
+        "policy exclusions",
+        "wait:policy p excludes namespace ml",
+        policies=[enforce(exclusions={"namespaces": ["ml"]})],
+    ),
+    Case(
+        "namespace not readable",
+        "wait:could not be read",
+        snap=ClusterSnapshot({ref(): workload()}, {}, snapshot().pod_owners),
+    ),
+    Case(
+        "kill switch setting",
+        "wait:kill switch",
+        settings=PlannerSettings(dry_run=False, kill_switch=True, pipeline_groups=("pipeline",)),
+    ),
+    Case(
+        "kill switch annotation",
+        "wait:kill switch",
+        snap=snapshot(
+            workload(),
+            namespaces={"gpu-guardian": {"annotations": {Annotations.KILL_SWITCH: "true"}}},
+        ),
+    ),
+    # -- missing data is not idleness
+    Case(
+        "stale exporter on the node",
+        "wait:GpuExporterStale is firing for node n1",
+        alerts=[alert(), pipeline_alert()],
+        view=NOTIFIED_2H,
+    ),
+    Case(
+        "stale exporter on another node",
+        "reclaim",
+        alerts=[alert(), pipeline_alert(node="n2")],
+        view=NOTIFIED_2H,
+    ),
+    Case(
+        "exporter down without node blocks the cluster",
+        "wait:for its cluster",
+        alerts=[alert(), pipeline_alert("GpuExporterDown", node=None)],
+    ),
+    Case(
+        "pending gap alert blocks too",
+        "wait:GpuMetricsGap is pending",
+        alerts=[
+            alert(),
+            _pending := FiringAlert(
+                pipeline_alert("GpuMetricsGap").labels, NOW, False, group="pipeline"
+            ),
+        ],
+    ),
+    Case(
+        "failed evaluation of the alert's group",
+        "wait:rule group idle: timeout",
+        health={
+            "idle": GroupHealth("idle", NOW, False, "timeout"),
+            "pipeline": GroupHealth("pipeline", NOW, True),
+        },
+    ),
+    Case(
+        "partial pipeline evaluation",
+        "wait:rule group pipeline: partial",
+        health={
+            "idle": GroupHealth("idle", NOW, True),
+            "pipeline": GroupHealth("pipeline", NOW, False, "partial"),
+        },
+    ),
+    Case(
+        "pipeline never evaluated",
+        "wait:has not been evaluated",
+        health={"idle": GroupHealth("idle", NOW, True)},
+    ),
+    Case(
+        "stale evaluation",
+        "wait:last evaluated 900s ago",
+        health={
+            "idle": GroupHealth("idle", NOW - 900, True),
+            "pipeline": GroupHealth("pipeline", NOW, True),
+        },
+    ),
+    # -- warm-up
+    Case(
+        "young workload warms up",
+        "wait:warming up: created",
+        snap=snapshot(workload(created_at=NOW - 300)),
+    ),
+    Case(
+        "restored workload warms up again",
+        "wait:warming up: restored",
+        snap=snapshot(workload(annotations={Annotations.RESTORED_AT: rfc3339(NOW - 60)})),
+    ),
+    # -- what can be reclaimed
+    Case(
+        "HPA refused by default",
+        "wait:HorizontalPodAutoscaler hpa-web",
+        view=NOTIFIED_2H,
+        snap=snapshot(workload(hpa=HpaState("hpa-web", 2, 5))),
+    ),
+    Case(
+        "HPA recorded when the policy says so",
+        "reclaim",
+        policies=[enforce(hpa="record")],
+        view=NOTIFIED_2H,
+        snap=snapshot(workload(hpa=HpaState("hpa-web", 2, 5))),
+        check=lambda a: a.hpa_record or _fail(a),
+    ),
+    Case(
+        "bare pod: annotate and notify only",
+        "wait:bare pod",
+        view=NOTIFIED_2H,
+        snap=snapshot(workload(action=ActionKind.POD, replicas=None)),
+    ),
+    Case(
+        "bare pod deleted when allowed",
+        "reclaim",
+        view=NOTIFIED_2H,
+        policies=[enforce(allowPodDeletion=True)],
+        snap=snapshot(workload(action=ActionKind.POD, replicas=None)),
+        check=lambda a: a.delete_pod or _fail(a),
+    ),
+    Case(
+        "unstoppable owner",
+        "wait:no replica count",
+        view=NOTIFIED_2H,
+        snap=snapshot(workload(action=ActionKind.NONE, replicas=None)),
+    ),
+    Case(
+        "already at zero",
+        "wait:already at 0",
+        view=NOTIFIED_2H,
+        snap=snapshot(workload(replicas=0)),
+    ),
+    Case(
+        "notebook already stopped",
+        "wait:notebook already stopped",
+        view=NOTIFIED_2H,
+        snap=snapshot(
+            workload(
+                action=ActionKind.NOTEBOOK,
+                replicas=None,
+                suspended=True,
+                annotations={NOTEBOOK_STOPPED: "x"},
+            )
+        ),
+    ),
+    Case(
+        "per-namespace hourly limit",
+        "wait:1 reclaims per hour in namespace ml",
+        policies=[enforce(limits={"perNamespacePerHour": 1})],
+        view=LedgerView(
+            NOTIFIED_2H.open_episodes,
+            (
+                *NOTIFIED_2H.entries,
+                LedgerEntry(
+                    "other",
+                    ref("old"),
+                    LadderStep.RECLAIM,
+                    StepOutcome.APPLIED,
+                    NOW - 1800,
+                    "p",
+                    False,
+                ),
+            ),
+        ),
+    ),
+    Case(
+        "already reclaimed waits for a restore",
+        "wait:already reclaimed",
+        snap=snapshot(workload(replicas=0, annotations={Annotations.RECLAIMED_AT: "x"})),
+    ),
+    Case(
+        "exclude on a reclaimed workload restores it",
+        "restore",
+        alerts=[],
+        snap=snapshot(
+            workload(
+                replicas=0,
+                annotations={
+                    Annotations.RECLAIMED_AT: rfc3339(NOW - 60),
+                    Annotations.EXCLUDE: "true",
+                },
+            )
+        ),
+    ),
+    Case(
+        "restore is dry-run in global dry-run",
+        "restore",
+        alerts=[],
+        settings=DRY,
+        snap=snapshot(
+            workload(
+                replicas=0,
+                annotations={
+                    Annotations.RECLAIMED_AT: rfc3339(NOW - 60),
+                    Annotations.EXCLUDE: "true",
+                },
+            )
+        ),
+        check=lambda a: a.dry_run or _fail(a),
+    ),
+]
+
+
+def _fail(action: Any) -> bool:
+    raise AssertionError(f"unexpected action {action}")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_planner_table(case: Case) -> None:
+    result = plan(
+        case.alerts,
+        case.policies,
+        case.snap or snapshot(),
+        case.view or LedgerView(),
+        NOW,
+        health=case.health if case.health is not None else healthy(),
+        settings=case.settings,
+    )
+    if case.expect == "none":
+        assert not result.actions
+        assert not [w for w in result.waits if w.workload is not None]
+        return
+    if case.expect.startswith("wait:"):
+        assert not result.actions, result.actions
+        reasons = [w.reason for w in result.waits]
+        assert any(case.expect[5:] in r for r in reasons), reasons
+        return
+    assert [a.step.value for a in result.actions] == [case.expect], result.waits
+    if case.check is not None:
+        case.check(result.actions[0])
+
+
+def test_shared_root_gets_one_action() -> None:
+    snap = snapshot(pods={("ml", "web-1"): ref(), ("ml", "web-2"): ref()})
+    result = plan(
+        [alert("web-1"), alert("web-2", active_at=NOW - 9000)],
+        [enforce()],
+        snap,
+        LedgerView(),
+        NOW,
+        health=healthy(),
+        settings=REAL,
+    )
+    assert len(result.actions) == 1
+    # the episode starts with the earliest alert of the workload
+    assert result.actions[0].episode == workload_episode(ref(), NOW - 9000)
+    assert result.actions[0].alert_labels["pod"] == "web-2"
+
+
+def test_per_cycle_limits() -> None:
+    a, b = ref("a"), ref("b")
+    snap = snapshot(workload(a), workload(b), pods={("ml", "a-1"): a, ("ml", "b-1"): b})
+    entries = []
+    opened = {}
+    for r, started in ((a, NOW - 7200), (b, NOW - 7100)):
+        ep = workload_episode(r, started)
+        opened[r] = (ep, started, "p")
+        entries += [
+            LedgerEntry(ep, r, LadderStep.NOTIFY, StepOutcome.APPLIED, NOW - 7000, "p", False)
+        ]
+    view = LedgerView(opened, tuple(entries))
+    alerts = [alert("a-1"), alert("b-1", active_at=NOW - 7100)]
+    pol = enforce(ladder={"annotate": False, "gracePeriod": "1h"}, limits={"perCycle": 1})
+    result = plan(alerts, [pol], snap, view, NOW, health=healthy(), settings=REAL)
+    assert [(x.workload.name, x.step) for x in result.actions] == [("a", LadderStep.RECLAIM)]
+    assert any("1 reclaims per cycle" in w.reason for w in result.waits)
+    glob = PlannerSettings(dry_run=False, max_actions_per_cycle=0, pipeline_groups=("pipeline",))
+    result = plan(
+        alerts,
+        [enforce(ladder={"annotate": False})],
+        snap,
+        view,
+        NOW,
+        health=healthy(),
+        settings=glob,
+    )
+    assert not result.actions
+
+
+def test_precedence_priority_then_specificity_then_name() -> None:
+    low = enforce("low", priority=1)
+    high = enforce("high", priority=5, mode="observe")
+    result = plan(
+        [alert()], [low, high], snapshot(), LedgerView(), NOW, health=healthy(), settings=REAL
+    )
+    assert result.actions[0].policy == "high"
+    assert result.actions[0].dry_run
+    broad = enforce("broad")
+    narrow = enforce("narrow", scope={"namespaces": ["ml"], "kinds": ["Deployment"]})
+    result = plan(
+        [alert()], [broad, narrow], snapshot(), LedgerView(), NOW, health=healthy(), settings=REAL
+    )
+    assert result.actions[0].policy == "narrow"
+    result = plan(
+        [alert()],
+        [enforce("b"), enforce("a")],
+        snapshot(),
+        LedgerView(),
+        NOW,
+        health=healthy(),
+        settings=REAL,
+    )
+    assert result.actions[0].policy == "a"
+
+
+def test_scope_selectors_and_kinds() -> None:
+    snap = snapshot(
+        workload(labels={"team": "vision"}), namespaces={"ml": {"labels": {"tier": "research"}}}
+    )
+
+    def steps(**scope: Any) -> list[str]:
+        result = plan(
+            [alert()],
+            [enforce(scope=scope)],
+            snap,
+            LedgerView(),
+            NOW,
+            health=healthy(),
+            settings=REAL,
+        )
+        return [a.step.value for a in result.actions]
+
+    assert steps(namespaceSelector={"matchLabels": {"tier": "research"}}) == ["notify"]
+    assert steps(namespaceSelector={"matchLabels": {"tier": "prod"}}) == []
+    assert steps(
+        workloadSelector={
+            "matchExpressions": [{"key": "team", "operator": "In", "values": ["vision"]}]
+        }
+    ) == ["notify"]
+    assert (
+        steps(workloadSelector={"matchExpressions": [{"key": "team", "operator": "DoesNotExist"}]})
+        == []
+    )
+    assert steps(kinds=["StatefulSet"]) == []
+    assert steps(namespaces=["other"]) == []
+
+
+def test_episode_closes_when_alerts_end() -> None:
+    result = plan(
+        [],
+        [enforce()],
+        snapshot(),
+        ledger((LadderStep.NOTIFY, NOW - 600)),
+        NOW,
+        health=healthy(),
+        settings=REAL,
+    )
+    assert result.closed_episodes == ((ref(), EPISODE),)
+    reclaimed = snapshot(workload(replicas=0, annotations={Annotations.RECLAIMED_AT: "x"}))
+    result = plan([], [enforce()], reclaimed, NOTIFIED_2H, NOW, health=healthy(), settings=REAL)
+    assert result.closed_episodes == ()
+
+
+def test_pod_without_owner_waits_with_reason() -> None:
+    snap = snapshot(pods={("ml", "web-1"): None})
+    result = plan([alert()], [enforce()], snap, LedgerView(), NOW, health=healthy(), settings=REAL)
+    assert not result.actions
+    assert "pod ml/web-1: not found" in result.waits[0].reason
+    result = plan(
+        [alert(pod="")], [enforce()], snap, LedgerView(), NOW, health=healthy(), settings=REAL
+    )
+    assert "no namespace/pod labels" in result.waits[0].reason
+
+
+def test_ns_state_type() -> None:
+    assert NamespaceState("x").annotations == {}
