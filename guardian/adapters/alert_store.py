@@ -63,6 +63,21 @@ def _value(value: float) -> float | None:
     return None if value != value else value
 
 
+def _row(group_key: str, rule_key: str, labels: LabelSet, alert: Alert) -> tuple[object, ...]:
+    return (
+        group_key,
+        rule_key,
+        _labels_json(labels),
+        _labels_json(alert.annotations),
+        alert.state.value,
+        alert.active_at,
+        alert.fired_at,
+        alert.resolved_at,
+        alert.keep_firing_since,
+        _value(alert.value),
+    )
+
+
 class AlertStore:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -80,29 +95,43 @@ class AlertStore:
         ts: float,
         rules: Mapping[str, Mapping[LabelSet, Alert]],
         *,
+        previous: Mapping[str, Mapping[LabelSet, Alert]] | None = None,
         extra: Callable[[sqlite3.Connection], None] | None = None,
     ) -> None:
-        """Replace the group's stored state in one transaction; ``extra`` runs inside it."""
-        rows = [
-            (
-                group_key,
-                rule_key,
-                _labels_json(labels),
-                _labels_json(alert.annotations),
-                alert.state.value,
-                alert.active_at,
-                alert.fired_at,
-                alert.resolved_at,
-                alert.keep_firing_since,
-                _value(alert.value),
+        """Store the group's state in one transaction; ``extra`` runs inside it.
+
+        ``previous`` is the state this store last committed for the group: then only the
+        alerts that changed (a new object) are written and the vanished ones deleted.
+        Without it the group's rows are replaced.
+        """
+        upserts: list[tuple[object, ...]] = []
+        deletes: list[tuple[str, str, str]] = []
+        for rule_key, active in rules.items():
+            before = previous.get(rule_key, {}) if previous is not None else {}
+            upserts.extend(
+                _row(group_key, rule_key, labels, alert)
+                for labels, alert in active.items()
+                if before.get(labels) is not alert
             )
-            for rule_key, active in rules.items()
-            for labels, alert in active.items()
-        ]
+        if previous is not None:
+            for rule_key, active in previous.items():
+                now = rules.get(rule_key, {})
+                deletes.extend(
+                    (group_key, rule_key, _labels_json(labels))
+                    for labels in active
+                    if labels not in now
+                )
         with self.db.transaction() as conn:
-            conn.execute("DELETE FROM engine_alerts WHERE group_key = ?", (group_key,))
+            if previous is None:
+                conn.execute("DELETE FROM engine_alerts WHERE group_key = ?", (group_key,))
+            else:
+                conn.executemany(
+                    "DELETE FROM engine_alerts WHERE group_key = ? AND rule_key = ? AND labels = ?",
+                    deletes,
+                )
             conn.executemany(
-                "INSERT INTO engine_alerts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+                "INSERT OR REPLACE INTO engine_alerts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                upserts,
             )
             conn.execute(
                 "INSERT INTO engine_groups (group_key, last_eval_ts) VALUES (?, ?) "

@@ -41,6 +41,8 @@ class GroupRuntime:
     last_ts: float | None = None
     stored: StoredGroup | None = None  # awaiting for-state restoration at first evaluation
     written: list[TimeSeries] = field(default_factory=list)
+    # The state as last committed by this process: the store then writes only changes.
+    persisted: dict[str, dict[LabelSet, Alert]] | None = None
     evaluations: int = 0
     last: GroupEvaluation | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -103,6 +105,7 @@ class RuleEngine:
                     with previous.lock:
                         keys = {k for k, _ in compiled.rules}
                         runtime.state = {k: v for k, v in previous.state.items() if k in keys}
+                        runtime.persisted = None  # rules may have gone: rewrite the group
                         runtime.last_ts = previous.last_ts
                         runtime.stored = previous.stored
                         runtime.written = previous.written
@@ -198,7 +201,14 @@ class RuleEngine:
             for hook in hooks:
                 hook(conn, evaluation)
 
-        self.store.save_group(runtime.compiled.key, ts, state, extra=extra if hooks else None)
+        self.store.save_group(
+            runtime.compiled.key,
+            ts,
+            state,
+            previous=runtime.persisted,
+            extra=extra if hooks else None,
+        )
+        runtime.persisted = state
 
     def _remote_write(self, runtime: GroupRuntime, ts: float) -> None:
         if self.remote_write is None:

@@ -7,7 +7,7 @@ transitions go out. A failed or unhealthy answer leaves the map untouched.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from guardian.engine.templates import (
     QuerySample,
@@ -25,7 +25,7 @@ from guardian.model.alerts import (
     TransitionKind,
 )
 from guardian.model.labels import LabelSet
-from guardian.model.query import QueryResult
+from guardian.model.query import PromSample, QueryResult
 from guardian.model.rules import AlertingRule
 
 # Prometheus keeps resolved alerts this long so they are reported as resolved.
@@ -41,27 +41,45 @@ class TemplateEnv:
     external_labels: Mapping[str, str]
     external_url: str = ""
 
+    def __post_init__(self) -> None:
+        # A LabelSet keeps it hashable: the env is part of the template memo key.
+        object.__setattr__(self, "external_labels", LabelSet(self.external_labels))
+
+
+MemoKey = tuple[LabelSet, float, TemplateEnv]
+
 
 @dataclass(frozen=True)
 class CompiledAlertingRule:
     """A rule with its label and annotation templates parsed once.
 
-    A value without ``{{`` is kept as plain text: nothing to expand.
+    A value without ``{{`` is kept as plain text: nothing to expand. Expansion is a pure
+    function of the sample's labels and value (and the external labels), so its result
+    is memoised from one evaluation to the next; templates that call ``query`` depend
+    on the database and are always expanded.
     """
 
     rule: AlertingRule
     labels: tuple[tuple[str, Template | str], ...]
     annotations: tuple[tuple[str, Template | str], ...]
+    static: bool = False
+    memoisable: bool = False
+    memo: dict[MemoKey, tuple[LabelSet, LabelSet]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @classmethod
     def compile(cls, rule: AlertingRule) -> CompiledAlertingRule:
-        def parse(kind: str, items: Mapping[str, str]) -> tuple[tuple[str, Template | str], ...]:
+        def parse(items: Mapping[str, str]) -> tuple[tuple[str, Template | str], ...]:
             return tuple(
                 (k, parse_alert_template(v, rule.name) if "{{" in v else v)
                 for k, v in items.items()
             )
 
-        return cls(rule, parse("labels", rule.labels), parse("annotations", rule.annotations))
+        labels, annotations = parse(rule.labels), parse(rule.annotations)
+        templated = [p for _, p in labels + annotations if not isinstance(p, str)]
+        uses_query = any("query" in t.text for t in templated)
+        return cls(rule, labels, annotations, static=not templated, memoisable=not uses_query)
 
 
 @dataclass(frozen=True)
@@ -75,6 +93,41 @@ def _expand(part: Template | str, ctx: TemplateContext) -> str:
     return part if isinstance(part, str) else part.expand(ctx)
 
 
+def _alert_labels(
+    compiled: CompiledAlertingRule, sample: PromSample, ctx: TemplateContext | None
+) -> LabelSet:
+    labels = sample.labels.to_dict()
+    labels.pop("__name__", None)
+    for name, part in compiled.labels:
+        value = _expand(part, ctx) if ctx is not None else str(part)
+        if value:
+            labels[name] = value
+        else:
+            labels.pop(name, None)  # an empty value deletes the label, as labels.Builder
+    labels["alertname"] = compiled.rule.name
+    return LabelSet(labels)
+
+
+def _expand_sample(
+    compiled: CompiledAlertingRule,
+    sample: PromSample,
+    env: TemplateEnv,
+    query: TemplateQuery | None,
+) -> tuple[LabelSet, LabelSet]:
+    """The alert labels and annotations one sample gives."""
+    if compiled.static:
+        return _alert_labels(compiled, sample, None), LabelSet(compiled.rule.annotations)
+    ctx = TemplateContext(
+        labels=sample.labels.to_dict(),
+        value=sample.value,
+        external_labels=dict(env.external_labels),
+        external_url=env.external_url,
+        query=query,
+    )
+    notes = LabelSet({k: _expand(p, ctx) for k, p in compiled.annotations})
+    return _alert_labels(compiled, sample, ctx), notes
+
+
 def _candidates(
     compiled: CompiledAlertingRule,
     answer: QueryResult,
@@ -82,38 +135,27 @@ def _candidates(
     query: TemplateQuery | None,
 ) -> dict[LabelSet, tuple[float, LabelSet]] | None:
     """Alert labels -> (value, annotations) per sample; None on a label-set collision."""
-    rule = compiled.rule
-    static = all(isinstance(t, str) for _, t in compiled.labels + compiled.annotations)
-    static_annotations = LabelSet(rule.annotations) if static else None
     out: dict[LabelSet, tuple[float, LabelSet]] = {}
+    memo = compiled.memo if compiled.memoisable else None
+    fresh: dict[MemoKey, tuple[LabelSet, LabelSet]] = {}
     for sample in answer.samples:
-        labels = sample.labels.to_dict()
-        labels.pop("__name__", None)
-        ctx: TemplateContext | None = None
-        if not static:
-            ctx = TemplateContext(
-                labels=sample.labels.to_dict(),
-                value=sample.value,
-                external_labels=dict(env.external_labels),
-                external_url=env.external_url,
-                query=query,
-            )
-        for name, part in compiled.labels:
-            value = _expand(part, ctx) if ctx is not None else str(part)
-            if value:
-                labels[name] = value
-            else:
-                labels.pop(name, None)  # an empty value deletes the label, as labels.Builder
-        labels["alertname"] = rule.name
-        key = LabelSet(labels)
+        memo_key = (sample.labels, sample.value, env)
+        expanded = memo.get(memo_key) if memo is not None else None
+        if expanded is None:
+            expanded = _expand_sample(compiled, sample, env, query)
+        fresh[memo_key] = expanded
+        key, notes = expanded
         if key in out:
             return None
-        if ctx is None or static_annotations is not None:
-            notes = static_annotations or LabelSet(rule.annotations)
-        else:
-            notes = LabelSet({k: _expand(p, ctx) for k, p in compiled.annotations})
         out[key] = (sample.value, notes)
+    if memo is not None:
+        memo.clear()
+        memo.update(fresh)
     return out
+
+
+def _same(a: float, b: float) -> bool:
+    return a == b or (a != a and b != b)  # NaN is unchanged NaN
 
 
 def _transition(
@@ -182,7 +224,9 @@ def evaluate_alerting_rule(
     for labels, (value, notes) in candidates.items():
         existing = new.get(labels)
         if existing is not None and existing.state is not AlertState.INACTIVE:
-            new[labels] = replace(existing, value=value, annotations=notes)
+            if not _same(existing.value, value) or existing.annotations != notes:
+                # Only a changed alert becomes a new object: the store writes just those.
+                new[labels] = replace(existing, value=value, annotations=notes)
         else:
             new[labels] = Alert(labels, notes, AlertState.PENDING, active_at=ts, value=value)
 

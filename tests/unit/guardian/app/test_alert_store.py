@@ -94,3 +94,22 @@ def test_other_components_add_their_tables_through_migrations(tmp_path: Path) ->
 
     with pytest.raises(ConfigError, match="newer than this program's 1"):
         Database.open(path, [outbox_v1])
+
+
+def test_incremental_save_writes_changes_and_deletes_vanished(tmp_path: Path) -> None:
+    store = AlertStore.open(str(tmp_path / "s.db"))
+    first = _state()
+    store.save_group("f;g", 220.0, first)
+    l3 = LabelSet({"alertname": "B", "pod": "p3"})
+    changed = Alert(L1, LabelSet({"summary": "new"}), AlertState.FIRING, 100.0, 3.0, fired_at=160.0)
+    second = {
+        "A{}": {L1: changed},  # L2 vanished
+        "B{}": {l3: Alert(l3, LabelSet(), AlertState.PENDING, 280.0, 1.0)},
+    }
+
+    store.save_group("f;g", 280.0, second, previous=first)
+
+    loaded = store.load_group("f;g")
+    assert loaded is not None
+    assert loaded.rules == second
+    assert loaded.last_eval_ts == 280.0
