@@ -135,6 +135,12 @@ class Ledger:
     def open(cls, path: str, extra: Sequence[MigrationSet] = ()) -> Ledger:
         return cls(Database.open(path, [LEDGER_MIGRATIONS, *extra]))
 
+    @classmethod
+    def attach(cls, db: Database) -> Ledger:
+        """Use the database another component opened (the engine's), adding our tables."""
+        db.migrate([LEDGER_MIGRATIONS])
+        return cls(db)
+
     # ---------------------------------------------------------------- writing
     def record(self, event: RemediationEvent, *, dedupe: bool = False) -> RemediationEvent | None:
         """Append ``event``; with ``dedupe``, skip it when the workload's last event has the

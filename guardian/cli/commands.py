@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from guardian.cli import dcgm_cmd, engine_cmds, rules_check_cmd
+from guardian.cli import (
+    dcgm_cmd,
+    engine_cmds,
+    policies_cmd,
+    restore_cmd,
+    rules_check_cmd,
+    status_cmd,
+)
 from guardian.cli._common import placeholder
 
 SubParsers = argparse._SubParsersAction
@@ -14,8 +21,8 @@ def register_all(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     engine_cmds.register(subparsers)
     _register_rules(subparsers)
     _register_policies(subparsers)
-    _placeholder(subparsers, "restore", "restore a reclaimed workload: NAMESPACE/KIND/NAME", 7)
-    _placeholder(subparsers, "status", "list active alerts, pending ladder steps and reclaims", 7)
+    restore_cmd.register(subparsers)
+    status_cmd.register(subparsers)
     dcgm_cmd.register(subparsers)
     _placeholder(subparsers, "demo", "run the whole loop on a simulated fleet", 9)
 
@@ -41,4 +48,4 @@ def _register_policies(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     policies_sub = policies.add_subparsers(
         dest="policies_command", metavar="POLICIES_COMMAND", required=True
     )
-    _placeholder(policies_sub, "check", "validate policy files and report overlaps", 7)
+    policies_cmd.register(policies_sub)

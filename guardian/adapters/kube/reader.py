@@ -64,6 +64,30 @@ class KubeReader:
         except KeyError:
             raise NotFound(f"kind {kind} is not served by {api_version}") from None
 
+    def find_kind(self, text: str) -> tuple[str, str]:
+        """(apiVersion, Kind) for a kind as users type it: ``Deployment``, ``deploy``,
+        ``notebooks``, ``LeaderWorkerSet``; optionally ``kind.group``."""
+        wanted, _, group = text.lower().partition(".")
+        versions = ["v1"] if not group or group == "core" else []
+        listing = self.rest.get("/apis")
+        versions += [
+            entry["preferredVersion"]["groupVersion"]
+            for entry in listing.get("groups", [])
+            if not group or entry.get("name") == group
+        ]
+        for api_version in versions:
+            path = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+            for res in self.rest.get(path).get("resources", []):
+                names = {
+                    res["name"],
+                    res.get("singularName", ""),
+                    res["kind"].lower(),
+                    *res.get("shortNames", []),
+                }
+                if "/" not in res["name"] and wanted in names:
+                    return api_version, str(res["kind"])
+        raise NotFound(f"no served kind matches {text!r}")
+
     def path(self, ref: WorkloadRef) -> str:
         res = self.resource(ref.api_version, ref.kind)
         return object_path(

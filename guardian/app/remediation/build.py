@@ -1,0 +1,161 @@
+"""Build the remediation parts from settings, for ``guardian run`` and the CLI commands.
+
+The runner wires them (see docs/policies.md, "Wiring")::
+
+    parts = build_remediation(settings.remediation, db=engine.store.db,
+                              alerts=engine_alerts(engine),
+                              pipeline_groups=pipeline_group_names(engine.groups))
+    engine.listeners.append(parts.loop.on_evaluation)
+    parts.start_leader_election(on_lost=runner.request_stop)   # exit when the lease is lost
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+
+from guardian.adapters.kube.executor import Executor
+from guardian.adapters.kube.reader import KubeReader
+from guardian.adapters.kube.rest import KubeRest
+from guardian.adapters.ledger import Ledger
+from guardian.adapters.sqlite_db import Database
+from guardian.app.remediation.leader import LeaseElector
+from guardian.app.remediation.loop import RemediationLoop
+from guardian.app.remediation.metrics import RemediationMetrics
+from guardian.app.remediation.policies import load_policies
+from guardian.app.remediation.settings import RemediationSettings
+from guardian.app.rule_engine import RuleEngine
+from guardian.engine.group_eval import CompiledGroup
+from guardian.engine.planner import PlannerSettings
+from guardian.model.alerts import AlertState
+from guardian.model.reclaim import FiringAlert
+
+
+def kube_api_client(kubeconfig: str | None) -> Any:
+    """A real ``kubernetes`` ApiClient: from ``kubeconfig``, else the in-cluster account."""
+    if kubeconfig:
+        return k8s_config.new_client_from_config(config_file=kubeconfig)
+    configuration = k8s_client.Configuration()
+    k8s_config.load_incluster_config(client_configuration=configuration)
+    return k8s_client.ApiClient(configuration)
+
+
+def engine_alerts(engine: RuleEngine) -> Callable[[], list[FiringAlert]]:
+    def alerts() -> list[FiringAlert]:
+        return [
+            FiringAlert(
+                a.alert.labels,
+                a.alert.active_at,
+                a.alert.state is AlertState.FIRING,
+                group=a.group,
+                value=a.alert.value,
+            )
+            for a in engine.active_alerts()
+        ]
+
+    return alerts
+
+
+def pipeline_group_names(groups: Sequence[CompiledGroup]) -> tuple[str, ...]:
+    """Groups with ``guardian_class: pipeline`` rules: their health gates every action."""
+    return tuple(
+        sorted(
+            {
+                g.name
+                for g in groups
+                for _key, rule in g.rules
+                if rule.rule.labels.get("guardian_class") == "pipeline"
+            }
+        )
+    )
+
+
+def default_identity() -> str:
+    return f"{socket.gethostname()}_{os.getpid()}"
+
+
+@dataclass
+class RemediationParts:
+    loop: RemediationLoop
+    ledger: Ledger
+    rest: KubeRest
+    metrics: RemediationMetrics
+    elector: LeaseElector | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
+    thread: threading.Thread | None = None
+
+    def start_leader_election(self, on_lost: Callable[[], None]) -> None:
+        """Elect in a background thread; until elected, cycles are skipped."""
+        elector = self.elector
+        if elector is None:
+            return
+        self.thread = threading.Thread(
+            target=elector.run,
+            args=(lambda: None, on_lost, self.stop),
+            name="leader-election",
+            daemon=True,
+        )
+        self.thread.start()
+
+    def close(self) -> None:
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join(timeout=5)
+        self.rest.api_client.close()
+
+
+def build_remediation(
+    settings: RemediationSettings,
+    *,
+    db: Database,
+    alerts: Callable[[], Sequence[FiringAlert]],
+    pipeline_groups: Sequence[str],
+    api_client: Any = None,
+    metrics: RemediationMetrics | None = None,
+) -> RemediationParts:
+    policies = load_policies(settings.policy_files)
+    rest = KubeRest(
+        api_client if api_client is not None else kube_api_client(settings.kubeconfig),
+        timeout=settings.api_timeout,
+    )
+    reader = KubeReader(rest)
+    metrics = metrics or RemediationMetrics()
+    ledger = Ledger.attach(db)
+    elector: LeaseElector | None = None
+    le = settings.leader_election
+    if le.enabled:
+        elector = LeaseElector(
+            rest,
+            le.lease_namespace or settings.controller_namespace,
+            le.lease_name,
+            le.identity or default_identity(),
+            lease_duration=le.lease_duration,
+            renew_deadline=le.renew_deadline,
+            retry_period=le.retry_period,
+        )
+    loop = RemediationLoop(
+        policies=policies,
+        reader=reader,
+        executor=Executor(rest, reader, instance=le.identity or default_identity()),
+        ledger=ledger,
+        alerts=alerts,
+        planner=PlannerSettings(
+            dry_run=settings.dry_run,
+            kill_switch=settings.kill_switch,
+            max_actions_per_cycle=settings.max_actions_per_cycle,
+            max_health_age=settings.max_health_age,
+            pipeline_groups=tuple(pipeline_groups),
+        ),
+        controller_namespace=settings.controller_namespace,
+        cycle_interval=settings.cycle_interval,
+        metrics=metrics,
+        is_leader=elector.is_leader if elector is not None else (lambda: True),
+    )
+    return RemediationParts(loop, ledger, rest, metrics, elector)

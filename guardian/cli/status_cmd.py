@@ -1,0 +1,45 @@
+"""``guardian status``: active alerts, pending ladder steps, reclaimed workloads."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from guardian.adapters.ledger import Ledger
+from guardian.app.remediation.status import build_status
+from guardian.cli._common import EXIT_FAILURE, EXIT_OK
+from guardian.cli.restore_cmd import add_state_options, state_path
+from guardian.model.errors import GuardianError
+
+SubParsers = argparse._SubParsersAction
+
+
+def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
+    text = "list active alerts, pending ladder steps and reclaimed workloads"
+    parser = subparsers.add_parser("status", help=text, description=text)
+    add_state_options(parser)
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(handler=run_status)
+
+
+def run_status(args: argparse.Namespace) -> int:
+    try:
+        path = state_path(args)
+        if path is None:
+            print("guardian status: give --config or --state", file=sys.stderr)
+            return EXIT_FAILURE
+        if not Path(path).exists():
+            print(f"guardian status: no state database at {path}", file=sys.stderr)
+            return EXIT_FAILURE
+        ledger = Ledger.open(path)
+        try:
+            report = build_status(ledger)
+        finally:
+            ledger.close()
+    except GuardianError as exc:
+        print(f"guardian status: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    print(json.dumps(report.to_json(), indent=2) if args.json else report.render())
+    return EXIT_OK
