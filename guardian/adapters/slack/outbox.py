@@ -200,6 +200,15 @@ class SlackStore:
             str(kind),
         )
 
+    def known_channel_id(self, channel: str) -> str | None:
+        """The ID Slack answered for a configured channel name, from an earlier post."""
+        rows = self.db.read(
+            "SELECT channel_id FROM slack_threads WHERE channel = ? AND channel_id IS NOT NULL "
+            "LIMIT 1",
+            (channel,),
+        )
+        return str(rows[0][0]) if rows else None
+
     def ensure_thread(
         self, conn: sqlite3.Connection, key: str, channel: str, kind: str, now: float
     ) -> ThreadRow:

@@ -33,7 +33,10 @@ _SERVER_ERRORS = frozenset(
     {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
 )
 _GONE = frozenset({"message_not_found", "thread_not_found", "cant_update_message"})
-_NO_HISTORY = frozenset({"missing_scope", "not_in_channel", "not_allowed_token_type"})
+# conversations.* needs a channel ID (a name gives channel_not_found) and a history scope.
+_NO_HISTORY = frozenset(
+    {"missing_scope", "not_in_channel", "not_allowed_token_type", "channel_not_found"}
+)
 
 
 class Secret:
@@ -54,6 +57,27 @@ class Secret:
         return "Secret([redacted])"
 
     __str__ = __repr__
+
+
+class _Redact(logging.Filter):
+    def __init__(self, secret: Secret) -> None:
+        super().__init__()
+        self._secret = secret
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = self._secret.redact(record.getMessage())
+        record.args = ()
+        return True
+
+
+def _sdk_logger(secret: Secret, name: str) -> logging.Logger:
+    """A logger for slack_sdk that scrubs the secret: WebhookClient logs its URL (the
+    secret) at debug level. Unregistered, so the filter is ours alone; records still reach
+    the handlers above this module's logger."""
+    sdk = logging.Logger(f"{__name__}.{name}")  # noqa: LOG001 - private on purpose
+    sdk.parent = logger
+    sdk.addFilter(_Redact(secret))
+    return sdk
 
 
 class RateLimited(TransientError):
@@ -122,6 +146,7 @@ class WebApiTransport:
             base_url=base_url,
             timeout=int(max(1, timeout)),
             retry_handlers=[RateLimitErrorRetryHandler(max_retry_count=rate_limit_retries)],
+            logger=_sdk_logger(token, "web"),
         )
 
     def _call(self, method: str, **kwargs: Any) -> Any:
@@ -176,7 +201,7 @@ class WebApiTransport:
             for message in response.get("messages") or []:
                 blocks = message.get("blocks") or []
                 if any(b.get("block_id") == marker for b in blocks if isinstance(b, dict)):
-                    return Sent(None, str(message.get("ts")))
+                    return Sent(channel, str(message.get("ts")))
             cursor = (response.get("response_metadata") or {}).get("next_cursor")
             if not cursor:
                 return None
@@ -203,6 +228,7 @@ class WebhookTransport:
             url.reveal(),
             timeout=int(max(1, timeout)),
             retry_handlers=[RateLimitErrorRetryHandler(max_retry_count=rate_limit_retries)],
+            logger=_sdk_logger(url, "webhook"),
         )
 
     def post(self, channel: str, payload: dict[str, Any], thread_ts: str | None) -> Sent:

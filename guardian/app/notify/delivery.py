@@ -175,6 +175,7 @@ class Deliverer:
             return None  # webhooks cannot read history: at-least-once
         thread_ts = thread.ts if thread is not None and item.op == "reply" else None
         channel_id = thread.channel_id if thread is not None else None
+        channel_id = channel_id or self._store.known_channel_id(item.channel)
         oldest = (item.first_attempt_at or self._clock()) - _RECONCILE_SLACK
         try:
             found = self._transport.find(
