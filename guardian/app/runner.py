@@ -18,7 +18,14 @@ from guardian.adapters.prometheus import PrometheusQuerier
 from guardian.app.http_api import EngineHTTPServer
 from guardian.app.scheduler import GroupScheduler
 from guardian.app.settings import Settings, load_settings
-from guardian.app.wiring import EngineParts, build_engine, compile_groups, prometheus_access
+from guardian.app.wiring import (
+    EngineParts,
+    build_engine,
+    compile_groups,
+    prometheus_access,
+    remote_write_client,
+)
+from guardian.engine.alerting import TemplateEnv
 from guardian.model.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -83,6 +90,18 @@ class EngineRunner:
             self.parts = EngineParts(engine, querier)
             engine.query = querier.query
             old.close()
+        if settings.remote_write != self.settings.remote_write:
+            old_rw = engine.remote_write
+            try:
+                engine.remote_write = (
+                    remote_write_client(settings.remote_write) if settings.remote_write else None
+                )
+            except ConfigError as exc:
+                logger.error("reload: remote write not changed: %s", exc)
+            else:
+                if old_rw is not None:
+                    old_rw.close()
+        engine.env = TemplateEnv(settings.external_labels, settings.external_url)
         engine.replace_groups(groups)
         self.scheduler.reschedule()
         self.settings = settings
