@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from exporter.engine.vgpu import VgpuRatios
+from exporter.engine.yamlpos import line_of
 from exporter.model.errors import ConfigError
 
 Ratio = Annotated[float, Field(gt=0)]
@@ -51,8 +52,11 @@ def load_vgpu_ratios(path: Path, default: float = 1.0) -> VgpuRatios:
         parsed = _VgpuFile.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
+        loc = [p for p in err["loc"] if isinstance(p, int | str)]
         raise ConfigError(
-            f"{err['msg']} (a ratio must be a number > 0)", path=str(path), field=field
+            f"{err['msg']} (a ratio must be a number > 0)",
+            path=str(path),
+            line=line_of(text, loc),
+            field=".".join(str(p) for p in loc),
         ) from exc
     return VgpuRatios(default=parsed.default, by_model=parsed.models, by_uuid=parsed.uuids)

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from exporter.engine.yamlpos import line_of
 from exporter.model.errors import ConfigError
 from exporter.model.readings import ProcessKind
 
@@ -161,31 +162,6 @@ class Scenario(_Strict):
         return self
 
 
-def _line_of(text: str, loc: tuple[int | str, ...]) -> int | None:
-    """Best-effort source line of a validation error location in the YAML text."""
-    try:
-        node: Any = yaml.compose(text)
-    except yaml.YAMLError:
-        return None
-    line: int | None = None
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                if key.value == part:
-                    line, node = key.start_mark.line + 1, value
-                    break
-            else:
-                break
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
-            if part >= len(node.value):
-                break
-            node = node.value[part]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return line
-
-
 def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
     try:
         data = yaml.safe_load(text)
@@ -204,7 +180,7 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
         raise ConfigError(
             err["msg"],
             path=source,
-            line=_line_of(text, loc),
+            line=line_of(text, loc),
             field=".".join(str(p) for p in loc) or None,
         ) from exc
 

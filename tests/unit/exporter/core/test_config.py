@@ -88,6 +88,7 @@ def test_bad_vgpu_ratio_is_a_startup_error_naming_the_field(
         load_vgpu_ratios(path)
     assert info.value.path == str(path)
     assert info.value.field == field
+    assert info.value.line == 1
 
 
 def test_unreadable_vgpu_file_names_the_file(tmp_path: Path) -> None:
