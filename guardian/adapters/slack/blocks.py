@@ -252,7 +252,8 @@ def render_group(s: GroupSummary, now: float) -> SlackPayload:
     title = f"{emoji} {n} x {s.alertname} in {s.namespace} ({s.severity})"
     counts = " · ".join(f"{_STATUS[p][1].lower()} {s.count(p)}" for p in Phase if s.count(p))
     blocks: list[Block] = [_header(title), _section(f"*{counts}*\nDetails are in the thread.")]
-    lines = []
+    lines: list[str] = []
+    budget = MAX_SECTION - 40  # room for the "and N more" line
     for f in s.findings[:MAX_GROUP_LINES]:
         peak = _percent(f.evidence.peak_utilization)
         bits = [f"`{escape(f.pod or _workload(f))}`", _STATUS[f.phase][1].lower()]
@@ -260,9 +261,12 @@ def render_group(s: GroupSummary, now: float) -> SlackPayload:
             bits.append(escape(f.node))
         if peak:
             bits.append(f"peak {peak}")
-        lines.append(" · ".join(bits))
-    if n > MAX_GROUP_LINES:
-        lines.append(f"… and {n - MAX_GROUP_LINES} more")
+        line = _cut(" · ".join(bits), 200)
+        if sum(len(x) + 1 for x in lines) + len(line) > budget:
+            break
+        lines.append(line)
+    if n > len(lines):
+        lines.append(f"… and {n - len(lines)} more (see the thread)")
     blocks.append(_section("\n".join(lines)))
     costs = [(f, f.cost) for f in s.findings if f.cost is not None]
     if costs:

@@ -1,0 +1,66 @@
+"""Findings used by the renderer and planner tests."""
+
+from __future__ import annotations
+
+from guardian.engine.notify.findings import FindingRules, PriceTable, new_finding
+from guardian.model.labels import LabelSet
+from guardian.model.notifications import Finding, OwnerContext, Phase
+from guardian.model.remediation import LadderStep, StepOutcome, WorkloadRef
+
+T0 = 1_764_000_000.0  # 2025-11-24 16:00 UTC
+RULES = FindingRules(prices=PriceTable({"A100": 4.1, "H100": 9.5}, default=2.0))
+LABELS = LabelSet(
+    {
+        "alertname": "GpuIdle",
+        "severity": "warning",
+        "cluster": "prod-eu",
+        "namespace": "ml-research",
+        "pod": "train-llm-7f9c-0",
+        "node": "gpu-node-12",
+        "gpu_group": "a100-80g",
+        "gpu_model": "NVIDIA A100-SXM4-80GB",
+        "uuid": "GPU-1234",
+        "guardian_class": "reclaimable",
+    }
+)
+ANNOTATIONS = LabelSet(
+    {
+        "summary": "An allocated GPU has been idle for the whole idle window.",
+        "runbook_url": "https://gpu-guardian.io/runbooks/gpuidle",
+        "memory_used_bytes": str(3 * 2**30),
+        "memory_total_bytes": str(80 * 2**30),
+    }
+)
+WORKLOAD = WorkloadRef("apps/v1", "Deployment", "ml-research", "train-llm")
+CONTEXT = OwnerContext(
+    workload=WORKLOAD,
+    namespace_annotations=LabelSet({"gpu-guardian.io/slack-mention": "S0MLTEAM"}),
+    workload_annotations=LabelSet({"gpu-guardian.io/slack-mention": "U0ALICE, @here"}),
+)
+
+
+def firing(now: float = T0 + 3600) -> Finding:
+    """Active since T0 (30m idle window before it), seen at T0 + 1h."""
+    return new_finding(LABELS, ANNOTATIONS, 0.012, T0, now, RULES, CONTEXT)
+
+
+def grace() -> Finding:
+    return firing().with_changes(
+        phase=Phase.GRACE,
+        policy="reclaim-idle-research",
+        last_outcome=StepOutcome.APPLIED,
+        next_step=LadderStep.RECLAIM,
+        next_step_due=T0 + 7200,
+        updated_at=T0 + 3600,
+    )
+
+
+def reclaimed() -> Finding:
+    return grace().with_changes(
+        phase=Phase.RECLAIMED,
+        next_step=LadderStep.RESTORE,
+        next_step_due=None,
+        reclaimed_at=T0 + 7200,
+        restore_command="guardian restore ml-research/Deployment/train-llm",
+        updated_at=T0 + 7200,
+    )
