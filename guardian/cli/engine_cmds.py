@@ -101,5 +101,8 @@ def run_engine(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"guardian run: invalid configuration:\n{exc}", file=sys.stderr)
         return EXIT_FAILURE
+    except OSError as exc:  # e.g. the listen address is taken
+        print(f"guardian run: cannot start: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
     runner.install_signal_handlers()
     return runner.run()
