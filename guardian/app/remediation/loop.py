@@ -150,6 +150,17 @@ class RemediationLoop:
             if ws is None or ws.annotations.get(Annotations.EPISODE) != episode:
                 continue
             done = view.steps(episode, real=True)
+            flagged = parse_rfc3339(ws.annotations.get(Annotations.FLAGGED_AT))
+            if flagged is not None and LadderStep.ANNOTATE not in done:
+                self._event(
+                    ws.ref,
+                    episode,
+                    LadderStep.ANNOTATE,
+                    StepOutcome.APPLIED,
+                    flagged,
+                    policy,
+                    "found applied in the cluster after a restart",
+                )
             reclaimed = parse_rfc3339(ws.annotations.get(Annotations.RECLAIMED_AT))
             if reclaimed is not None and LadderStep.RECLAIM not in done:
                 original = ws.annotations.get(Annotations.ORIGINAL_REPLICAS, "")
