@@ -154,6 +154,12 @@ def _candidates(
     return out
 
 
+def _ms(seconds: float) -> int:
+    """Durations compare in whole milliseconds, as Prometheus's timestamps do, so float
+    rounding in slot arithmetic can never move a boundary."""
+    return round(seconds * 1000)
+
+
 def _same(a: float, b: float) -> bool:
     return a == b or (a != a and b != b)  # NaN is unchanged NaN
 
@@ -240,10 +246,9 @@ def evaluate_alerting_rule(
             if alert.state is AlertState.FIRING and rule.keep_firing_for_seconds > 0:
                 since = alert.keep_firing_since if alert.keep_firing_since is not None else ts
                 alert = replace(alert, keep_firing_since=since)
-                keep_firing = ts - since < rule.keep_firing_for_seconds
-            retention_over = (
-                alert.resolved_at is not None
-                and ts - alert.resolved_at > RESOLVED_RETENTION_SECONDS
+                keep_firing = _ms(ts - since) < _ms(rule.keep_firing_for_seconds)
+            retention_over = alert.resolved_at is not None and _ms(ts - alert.resolved_at) > _ms(
+                RESOLVED_RETENTION_SECONDS
             )
             if alert.state is AlertState.PENDING or retention_over:
                 del new[labels]
@@ -275,7 +280,7 @@ def evaluate_alerting_rule(
         elif alert.keep_firing_since is not None:
             alert = replace(alert, keep_firing_since=None)
         active_pending += 1
-        if alert.state is AlertState.PENDING and ts - alert.active_at >= rule.for_seconds:
+        if alert.state is AlertState.PENDING and _ms(ts - alert.active_at) >= _ms(rule.for_seconds):
             alert = replace(alert, state=AlertState.FIRING, fired_at=ts)
         new[labels] = alert
         if alert.state is not before_state:

@@ -53,7 +53,7 @@ def restore_for_state(
             continue
         if not restorable:
             continue  # starts over at the next evaluation that sees it
-        remaining = rule.for_seconds - (down_at - alert.active_at)
+        remaining = round((rule.for_seconds - (down_at - alert.active_at)) * 1000) / 1000
         if remaining <= 0:
             active_at = alert.active_at
         elif remaining < policy.grace_period_seconds:

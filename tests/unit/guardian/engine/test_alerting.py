@@ -281,3 +281,19 @@ def test_value_and_annotations_update_but_active_at_is_kept() -> None:
     )
     (alert,) = second.active.values()
     assert (alert.active_at, alert.value, alert.annotations["v"]) == (T0, 2.0, "2")
+
+
+def test_for_is_exact_with_millisecond_slot_offsets() -> None:
+    # Real slots carry a sub-second offset (hash % interval): `for` still fires exactly
+    # at ActiveAt + for.
+    rule = AlertingRule("A", "m", for_seconds=300)
+    compiled = CompiledAlertingRule.compile(rule)
+    start = 1_700_000_012.345
+    active: dict[LabelSet, Alert] = {}
+    fired = []
+    for k in range(6):
+        ts = round((start + k * 60) * 1000) / 1000
+        step = evaluate_alerting_rule(compiled, active, _answer(["a"], {}), ts, group="g")
+        active = step.active
+        fired.append(next(iter(active.values())).state.value)
+    assert fired == ["pending"] * 5 + ["firing"]
