@@ -8,6 +8,7 @@ Every payload carries the plain ``text`` fallback (notifications and screen read
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -281,3 +282,29 @@ def render_group(s: GroupSummary, now: float) -> SlackPayload:
     blocks.append(_context(" · ".join(tail)))
     text = f"{n} x {s.alertname} in {s.namespace} ({counts})"
     return SlackPayload(_cut(text, MAX_TEXT), blocks[:MAX_BLOCKS])
+
+
+def preview(payload: SlackPayload) -> str:
+    """A plain-text rendering of the blocks, for docs, logs and the demo."""
+    out: list[str] = []
+    for block in payload.blocks:
+        kind = block.get("type")
+        if kind == "header":
+            out.append(block["text"]["text"])
+            out.append("=" * len(block["text"]["text"]))
+        elif kind == "section":
+            if "text" in block:
+                out.append(block["text"]["text"])
+            for item in block.get("fields", []):
+                name, _, value = item["text"].partition("\n")
+                out.append(f"{name.strip('*')}: {value}")
+        elif kind == "context":
+            out.append(" | ".join(e.get("text", "") for e in block.get("elements", [])))
+        out.append("")
+    text = "\n".join(out).rstrip() + "\n"
+    text = _DATE.sub(r"\1", text)  # a date shows its fallback
+    return _LINK.sub(r"\2 (\1)", text)
+
+
+_DATE = re.compile(r"<!date\^[^|>]*\|([^>]*)>")
+_LINK = re.compile(r"<(https?://[^|>]+)\|([^>]+)>")

@@ -80,6 +80,7 @@ class SlackNotifier:
         self._context = context
         self.metrics = NotifierMetrics(registry, self._store.depth)
         self._deliverer = Deliverer(self._store, transport, clock, settings.delivery, self.metrics)
+        self._drain_lock = threading.Lock()  # the worker and a caller must not both send
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -366,7 +367,8 @@ class SlackNotifier:
     # -------------------------------------------------------------- delivery
     def drain(self) -> float | None:
         """Send what is due; returns when the next operation is due (None: outbox empty)."""
-        return self._deliverer.drain()
+        with self._drain_lock:
+            return self._deliverer.drain()
 
     def outbox_depth(self) -> int:
         return sum(self._store.depth().values())
@@ -394,7 +396,8 @@ class SlackNotifier:
             try:
                 if self._clock() - self._last_tick >= _TICK_EVERY:
                     self.tick()
-                due = self._deliverer.drain(limit=50)
+                with self._drain_lock:
+                    due = self._deliverer.drain(limit=50)
                 if due is not None:
                     wait = max(0.01, min(due - self._clock(), 1.0))
             except Exception:  # the loop edge: log, wait, carry on

@@ -17,6 +17,7 @@ from guardian.adapters.slack.blocks import (
     SlackPayload,
     format_mentions,
     marker,
+    preview,
     render_detail,
     render_group,
     render_parent,
@@ -47,6 +48,15 @@ def _check_snapshot(name: str, payload: SlackPayload) -> None:
 
 def test_firing_parent_snapshot() -> None:
     _check_snapshot("parent_firing", render_parent(firing(), NOW))
+
+
+def test_text_preview_snapshot() -> None:
+    """The example in docs/slack.md."""
+    text = preview(render_parent(grace(), NOW))
+    path = SNAPSHOTS / "parent_grace.txt"
+    if os.environ.get("GUARDIAN_UPDATE_SNAPSHOTS") == "1":
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8")
 
 
 def test_grace_parent_snapshot() -> None:
