@@ -278,3 +278,41 @@ def test_run_restart_after_kill_keeps_firing_alert(
     assert alert["activeAt"] == active_at
     second.send_signal(signal.SIGTERM)
     assert second.wait(timeout=15) == 0
+
+
+def _last_eval_ts(db: Path) -> float | None:
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT last_eval_ts FROM engine_groups").fetchall()
+    return float(rows[0][0]) if rows else None
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_signal_mid_cycle(
+    sig: signal.Signals, prometheus: Any, query_proxy: Any, tmp_path: Path, guardian_run: Any
+) -> None:
+    """SIGTERM lets the evaluation in flight finish and commit; kill -9 loses only it."""
+    prom = prometheus()
+    proxy = query_proxy(prom.url)
+    rules = write_rules(tmp_path / "rules.yaml", RUN_RULES)
+    port = free_loopback_port()
+    config = _config(tmp_path, proxy.url, rules, listen_address=f"127.0.0.1:{port}")
+    process = guardian_run(config)
+    db = tmp_path / "state.db"
+    _wait(lambda: _get(f"http://127.0.0.1:{port}/readyz")[0] == 200, "/readyz")
+
+    proxy.behaviour.delay_seconds = 3.0
+    seen = len(proxy.requests)
+    _wait(lambda: len(proxy.requests) > seen, "a slow query in flight")
+    in_flight = float(proxy.requests[-1]["time"])
+    process.send_signal(sig)
+    process.wait(timeout=15)
+
+    committed = _last_eval_ts(db)
+    assert committed is not None
+    if sig is signal.SIGTERM:
+        assert process.returncode == 0
+        assert committed == in_flight  # the cycle in flight was finished and stored
+    else:
+        assert committed < in_flight  # only the cycle in flight is lost
