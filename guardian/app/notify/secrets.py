@@ -1,4 +1,5 @@
-"""Load the bot token or webhook URL from a mounted file or an environment variable.
+"""Load the bot token or webhook URL (from a mounted file or an environment variable) and
+build the transport it opens.
 
 Errors name the file or the variable, never the value.
 """
@@ -8,7 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from guardian.adapters.slack.transport import Secret
+from guardian.adapters.slack.transport import (
+    Secret,
+    Transport,
+    WebApiTransport,
+    WebhookTransport,
+)
+from guardian.app.notify.settings import SlackSettings
 from guardian.model.errors import ConfigError
 
 
@@ -35,3 +42,32 @@ def read_secret(
             field=field,
         )
     return Secret(value)
+
+
+def build_transport(settings: SlackSettings, env: Mapping[str, str]) -> Transport:
+    """The Web API (bot token) or incoming-webhook transport the settings ask for."""
+    d = settings.delivery
+    if settings.mode == "webhook":
+        url = read_secret(
+            env=env,
+            env_name=settings.webhook_url_env,
+            file=settings.webhook_url_file,
+            what="Slack webhook URL",
+            field="slack.webhook_url_file",
+        )
+        return WebhookTransport(
+            url, timeout=d.request_timeout, rate_limit_retries=d.rate_limit_retries
+        )
+    token = read_secret(
+        env=env,
+        env_name=settings.token_env,
+        file=settings.token_file,
+        what="Slack bot token",
+        field="slack.token_file",
+    )
+    return WebApiTransport(
+        token,
+        base_url=settings.api_url,
+        timeout=d.request_timeout,
+        rate_limit_retries=d.rate_limit_retries,
+    )

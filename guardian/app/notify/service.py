@@ -26,11 +26,11 @@ from guardian.adapters.slack.blocks import (
     with_marker,
 )
 from guardian.adapters.slack.outbox import EpisodeRow, SlackStore, ThreadRow
-from guardian.adapters.slack.transport import Transport, WebApiTransport, WebhookTransport
+from guardian.adapters.slack.transport import Transport
 from guardian.adapters.sqlite_db import Database
 from guardian.app.notify.delivery import Deliverer
 from guardian.app.notify.metrics import NotifierMetrics
-from guardian.app.notify.secrets import read_secret
+from guardian.app.notify.secrets import build_transport
 from guardian.app.notify.settings import SlackSettings
 from guardian.engine.notify import lifecycle as lc
 from guardian.engine.notify.findings import (
@@ -98,33 +98,7 @@ class SlackNotifier:
         context: ContextLookup | None = None,
     ) -> SlackNotifier:
         """Build the transport from the settings; the secret comes from ``env`` or a file."""
-        d = settings.delivery
-        transport: Transport
-        if settings.mode == "webhook":
-            url = read_secret(
-                env=env,
-                env_name=settings.webhook_url_env,
-                file=settings.webhook_url_file,
-                what="Slack webhook URL",
-                field="slack.webhook_url_file",
-            )
-            transport = WebhookTransport(
-                url, timeout=d.request_timeout, rate_limit_retries=d.rate_limit_retries
-            )
-        else:
-            token = read_secret(
-                env=env,
-                env_name=settings.token_env,
-                file=settings.token_file,
-                what="Slack bot token",
-                field="slack.token_file",
-            )
-            transport = WebApiTransport(
-                token,
-                base_url=settings.api_url,
-                timeout=d.request_timeout,
-                rate_limit_retries=d.rate_limit_retries,
-            )
+        transport = build_transport(settings, env)
         return cls(settings, db, clock, transport, registry=registry, context=context)
 
     # -------------------------------------------------------------- intake

@@ -276,5 +276,9 @@ def apply_remediation(
 
 
 def idle_for(finding: Finding, now: float) -> str:
+    """How long the GPU has been idle: until now, or until it was freed or the alert ended."""
     since = finding.evidence.idle_since
-    return format_duration(max(0.0, round(now - since))) if since is not None else "unknown"
+    if since is None:
+        return "unknown"
+    end = min([now, *(t for t in (finding.reclaimed_at, finding.resolved_at) if t is not None)])
+    return format_duration(max(0.0, round(end - since)))

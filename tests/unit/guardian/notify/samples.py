@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from guardian.engine.notify.findings import FindingRules, PriceTable, new_finding
+from guardian.engine.notify.findings import FindingRules, PriceTable, new_finding, with_cost
 from guardian.model.labels import LabelSet
 from guardian.model.notifications import Finding, OwnerContext, Phase
 from guardian.model.remediation import LadderStep, StepOutcome, WorkloadRef
@@ -56,11 +56,17 @@ def grace() -> Finding:
 
 
 def reclaimed() -> Finding:
-    return grace().with_changes(
-        phase=Phase.RECLAIMED,
-        next_step=LadderStep.RESTORE,
-        next_step_due=None,
-        reclaimed_at=T0 + 7200,
-        restore_command="guardian restore ml-research/Deployment/train-llm",
-        updated_at=T0 + 7200,
+    return _priced(
+        grace().with_changes(
+            phase=Phase.RECLAIMED,
+            next_step=LadderStep.RESTORE,
+            next_step_due=None,
+            reclaimed_at=T0 + 7200,
+            restore_command="guardian restore ml-research/Deployment/train-llm",
+            updated_at=T0 + 7200,
+        )
     )
+
+
+def _priced(f: Finding) -> Finding:
+    return with_cost(f, f.updated_at, RULES.prices)
