@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -73,9 +73,16 @@ class EvalReport:
         }
 
 
-def evaluate_once(config: str, env: Mapping[str, str], at: float | None) -> EvalReport:
+def evaluate_once(
+    config: str,
+    env: Mapping[str, str],
+    at: float | None,
+    *,
+    clock: Callable[[], float] = time.time,
+) -> EvalReport:
+    """Evaluate every group once at ``at`` (default: ``clock()``), at millisecond precision."""
     settings = load_settings(config, env)
-    ts = round((at if at is not None else time.time()) * 1000) / 1000.0
+    ts = round((at if at is not None else clock()) * 1000) / 1000.0
     parts = build_engine(settings, persistent=False)
     try:
         engine = parts.engine

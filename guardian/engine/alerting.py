@@ -244,8 +244,10 @@ def evaluate_alerting_rule(
         if labels not in candidates:
             keep_firing = False
             if alert.state is AlertState.FIRING and rule.keep_firing_for_seconds > 0:
-                since = alert.keep_firing_since if alert.keep_firing_since is not None else ts
-                alert = replace(alert, keep_firing_since=since)
+                since = alert.keep_firing_since
+                if since is None:
+                    since = ts
+                    alert = replace(alert, keep_firing_since=since)
                 keep_firing = _ms(ts - since) < _ms(rule.keep_firing_for_seconds)
             retention_over = alert.resolved_at is not None and _ms(ts - alert.resolved_at) > _ms(
                 RESOLVED_RETENTION_SECONDS
