@@ -104,25 +104,36 @@ class SlackNotifier:
     # -------------------------------------------------------------- intake
     def on_transitions(self, transitions: Iterable[AlertTransition]) -> None:
         """One evaluation cycle's transitions (pending ones are ignored)."""
+        with self._db.transaction() as conn:
+            self.record_transitions(conn, transitions)
+        self.wake()
+
+    def record_transitions(
+        self, conn: sqlite3.Connection, transitions: Iterable[AlertTransition]
+    ) -> None:
+        """``on_transitions`` inside the caller's transaction: pass it as
+        ``AlertStore.save_group(..., extra=...)`` and the engine's state and the
+        notifications commit together (no window where one exists without the other).
+        Call ``wake()`` after the commit."""
         batch = [t for t in transitions if t.kind is not TransitionKind.PENDING]
         if not batch:
             return
         now = self._clock()
-        with self._db.transaction() as conn:
-            group_of = self._form_groups(conn, batch, now) if self.settings.grouping.enabled else {}
-            for t in batch:
-                if self._store.seen(conn, lc.transition_idem(t), now):
-                    continue
-                ep = episode_id(t.labels, t.active_at)
-                row = self._store.episode(conn, ep)
-                changed = apply_transition(
-                    row.finding if row else None, t, self._rules, self._lookup(t.labels)
-                )
-                if changed is not None:
-                    after, entry = changed
-                    self._apply(
-                        conn, row, after, entry, lc.transition_idem(t), now, group_of.get(ep)
-                    )
+        group_of = self._form_groups(conn, batch, now) if self.settings.grouping.enabled else {}
+        for t in batch:
+            if self._store.seen(conn, lc.transition_idem(t), now):
+                continue
+            ep = episode_id(t.labels, t.active_at)
+            row = self._store.episode(conn, ep)
+            changed = apply_transition(
+                row.finding if row else None, t, self._rules, self._lookup(t.labels)
+            )
+            if changed is not None:
+                after, entry = changed
+                self._apply(conn, row, after, entry, lc.transition_idem(t), now, group_of.get(ep))
+
+    def wake(self) -> None:
+        """New operations are in the outbox: let the worker look now."""
         self._wake.set()
 
     def on_remediation(self, events: Iterable[RemediationEvent]) -> None:

@@ -3,6 +3,7 @@ reminders, mute windows, per-channel queues, rate limits, dead letters, settings
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from guardian.adapters.alert_store import ENGINE_MIGRATIONS, AlertStore
 from guardian.adapters.slack.transport import (
     MessageGone,
     RateLimited,
@@ -277,3 +279,24 @@ def test_settings_defaults() -> None:
     assert (s.mode, s.repeat_interval, s.delivery.post_interval) == ("bot", 14400.0, 1.1)
     assert s.delivery.reconcile == "history"
     assert s.api_url == "https://slack.com/api/"
+
+
+def test_transitions_commit_together_with_the_engine_state(db: Database) -> None:
+    db.migrate([ENGINE_MIGRATIONS])
+    store = AlertStore(db)
+    n = SlackNotifier(_settings(), db, Clock(), ScriptedSlack(Clock()))
+    store.save_group("g", T0, {}, extra=lambda conn: n.record_transitions(conn, [_firing("a")]))
+    assert n.outbox_depth() == 1
+
+    def crash(conn: sqlite3.Connection) -> None:
+        n.record_transitions(conn, [_firing("b")])
+        raise RuntimeError("the evaluation's commit failed")
+
+    with pytest.raises(RuntimeError, match="commit failed"):
+        store.save_group("g", T0 + 60, {}, extra=crash)
+    assert n.outbox_depth() == 1
+    # The failed batch can be recorded again: it was rolled back, so never seen.
+    store.save_group(
+        "g", T0 + 60, {}, extra=lambda conn: n.record_transitions(conn, [_firing("b")])
+    )
+    assert n.outbox_depth() == 2
