@@ -278,9 +278,12 @@ class Ledger:
         )
         return LedgerView(opened, entries)
 
-    def _query(self, where: str, params: Sequence[object]) -> list[RemediationEvent]:
+    def _query(
+        self, where: str, params: Sequence[object], limit: int | None = None
+    ) -> list[RemediationEvent]:
+        tail = f" LIMIT {int(limit)}" if limit is not None else ""
         rows = self.db.read(
-            f"SELECT {_COLUMNS} FROM remediation_events {where} ORDER BY seq",  # noqa: S608
+            f"SELECT {_COLUMNS} FROM remediation_events {where} ORDER BY seq{tail}",  # noqa: S608
             params,
         )
         return [_event(r) for r in rows]
@@ -293,7 +296,7 @@ class Ledger:
 
     def events_since(self, seq: int, limit: int = 500) -> list[RemediationEvent]:
         """Events after ``seq``, oldest first: what a notifier has not consumed yet."""
-        return self._query("WHERE seq > ? LIMIT ?", (seq, limit))
+        return self._query("WHERE seq > ?", (seq,), limit)
 
     def all_events(self) -> list[RemediationEvent]:
         return self._query("", ())

@@ -221,6 +221,12 @@ class _Planner:
         if any(at >= self.now for at in done.values()):
             self.wait(ref, "one ladder step per cycle", refused=False, **common.kw)
             return
+        if LadderStep.RECLAIM in done:
+            # Only a dry-run reclaim leaves the workload running: say it once per episode.
+            self.wait(
+                ref, "reclaim already planned (dry-run) in this episode", refused=False, **common.kw
+            )
+            return
         notified = done.get(LadderStep.NOTIFY)
         due = (notified if notified is not None else self.now) + ladder.grace_period
         reclaim_next = LadderStep.RECLAIM if ladder.reclaim else None

@@ -112,6 +112,17 @@ CASES = [
         check=lambda a: a.dry_run or _fail(a),
     ),
     Case(
+        "a dry-run reclaim is planned once per episode",
+        "wait:reclaim already planned (dry-run)",
+        settings=DRY,
+        view=ledger(
+            (LadderStep.NOTIFY, NOW - 7000),
+            (LadderStep.ANNOTATE, NOW - 6000),
+            (LadderStep.RECLAIM, NOW - 60),
+            outcome=StepOutcome.DRY_RUN,
+        ),
+    ),
+    Case(
         "one step per cycle",
         "wait:one ladder step per cycle",
         view=ledger((LadderStep.NOTIFY, NOW)),

@@ -1,0 +1,185 @@
+"""The remediation loop against the fake API with given alerts: dry-run, kill switch,
+API errors, auto-restore on exclude, and the notifier's durable cursor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from guardian.adapters.kube.executor import Executor
+from guardian.adapters.kube.reader import KubeReader
+from guardian.adapters.ledger import Ledger
+from guardian.app.remediation.loop import RemediationLoop
+from guardian.engine.planner import PlannerSettings
+from guardian.model.alerts import EvaluationHealth, GroupEvaluation, RuleOutcome
+from guardian.model.labels import LabelSet
+from guardian.model.policies_load import parse_policies
+from guardian.model.reclaim import FiringAlert
+from guardian.model.remediation import LadderStep, StepOutcome, WorkloadRef
+from guardian.sim.kubeapi import FakeKubeAPI
+from guardian.sim.kubeapi import builders as b
+
+NOW = 1_700_000_000.0
+DEPLOY = WorkloadRef("apps/v1", "Deployment", "ml", "train")
+POLICY = """
+apiVersion: gpu-guardian.io/v1alpha1
+kind: ReclaimPolicy
+metadata: {name: idle}
+spec:
+  mode: enforce
+  ladder: {gracePeriod: 2m, annotate: false}
+  warmup: 1m
+"""
+ALERT = FiringAlert(
+    LabelSet({"alertname": "GpuIdle", "guardian_class": "reclaimable", "namespace": "ml",
+              "pod": "train-1", "node": "n1", "cluster": "c1"}),
+    NOW - 3600, True, group="idle",
+)  # fmt: skip
+
+
+def evaluation(ts: float, group: str = "idle", ok: bool = True) -> GroupEvaluation:
+    health = EvaluationHealth.OK if ok else EvaluationHealth.FAILED
+    outcome = RuleOutcome("GpuIdle", health, reason=None if ok else "timeout")
+    return GroupEvaluation(group, "r.yaml", ts, (outcome,), ())
+
+
+def make_loop(reader: KubeReader, executor: Executor, tmp_path: Path, **planner: Any) -> Any:
+    ledger = Ledger.open(str(tmp_path / "state.db"))
+    loop = RemediationLoop(
+        policies=parse_policies(POLICY, "p.yaml"),
+        reader=reader,
+        executor=executor,
+        ledger=ledger,
+        alerts=lambda: [ALERT],
+        planner=PlannerSettings(**{"dry_run": False, **planner}),
+        controller_namespace="gpu-guardian",
+        cycle_interval=60,
+    )
+    return loop, ledger
+
+
+@pytest.fixture
+def seeded(kube: FakeKubeAPI) -> None:
+    dep = kube.create(b.deployment("train", "ml", replicas=2))
+    rs = kube.create(b.replicaset("train-x", "ml", owners=[b.owner_reference(dep)]))
+    kube.create(b.pod("train-1", "ml", owners=[b.owner_reference(rs)]))
+
+
+def run(loop: Any, *minutes: int) -> None:
+    for minute in minutes:
+        loop.on_evaluation(evaluation(NOW + minute * 60))
+
+
+@pytest.mark.usefixtures("seeded")
+def test_dry_run_records_would_and_writes_nothing(
+    kube: FakeKubeAPI, reader: KubeReader, executor: Executor, tmp_path: Path
+) -> None:
+    loop, ledger = make_loop(reader, executor, tmp_path, dry_run=True)
+    kube.clear_requests()
+    run(loop, 0, 1, 2, 3)
+    assert not [r for r in kube.requests() if r.verb not in ("get", "list")]
+    steps = [(e.step, e.outcome) for e in ledger.all_events() if e.outcome is StepOutcome.DRY_RUN]
+    assert steps == [
+        (LadderStep.NOTIFY, StepOutcome.DRY_RUN),
+        (LadderStep.RECLAIM, StepOutcome.DRY_RUN),
+    ]
+    assert "would scale Deployment train from 2 to 0" in ledger.all_events()[-1].reason
+
+
+@pytest.mark.usefixtures("seeded")
+def test_cycles_follow_evaluation_time_not_every_group(
+    reader: KubeReader, executor: Executor, tmp_path: Path
+) -> None:
+    loop, ledger = make_loop(reader, executor, tmp_path)
+    loop.on_evaluation(evaluation(NOW))
+    loop.on_evaluation(evaluation(NOW + 10))  # another group 10 s later: no second cycle
+    assert [e.step for e in ledger.all_events()] == [LadderStep.NOTIFY]
+
+
+@pytest.mark.usefixtures("seeded")
+def test_failed_evaluation_blocks(reader: KubeReader, executor: Executor, tmp_path: Path) -> None:
+    loop, ledger = make_loop(reader, executor, tmp_path)
+    loop.on_evaluation(evaluation(NOW, ok=False))
+    (event,) = ledger.all_events()
+    assert event.outcome is StepOutcome.REFUSED
+    assert "rule group idle: rule GpuIdle: failed (timeout)" in event.reason
+
+
+@pytest.mark.usefixtures("seeded")
+def test_kill_switch_annotation_stops_everything(
+    kube: FakeKubeAPI, reader: KubeReader, executor: Executor, tmp_path: Path
+) -> None:
+    kube.patch(
+        "Namespace",
+        "gpu-guardian",
+        {"metadata": {"annotations": {"gpu-guardian.io/kill-switch": "true"}}},
+    )
+    loop, ledger = make_loop(reader, executor, tmp_path)
+    run(loop, 0, 1, 2, 3)
+    assert {e.outcome for e in ledger.all_events()} == {StepOutcome.REFUSED}
+    assert kube.get("Deployment", "train", "ml")["spec"]["replicas"] == 2
+
+
+@pytest.mark.usefixtures("seeded")
+def test_forbidden_is_a_clear_failure_and_a_metric(
+    kube: FakeKubeAPI,
+    reader: KubeReader,
+    executor: Executor,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    loop, ledger = make_loop(reader, executor, tmp_path)
+    run(loop, 0)
+    kube.fail_next(403, verb="patch", message="deployments.apps is forbidden")
+    run(loop, 3)
+    failed = [e for e in ledger.all_events() if e.outcome is StepOutcome.FAILED]
+    assert len(failed) == 1
+    assert "forbidden by RBAC" in failed[0].reason
+    assert loop.metrics.api_forbidden._value.get() == 1
+    assert "grant the controller's ClusterRole" in caplog.text
+    run(loop, 4)  # the next cycle tries again and succeeds
+    assert kube.get("Deployment", "train", "ml")["spec"]["replicas"] == 0
+
+
+@pytest.mark.usefixtures("seeded")
+def test_not_found_drops_the_action(
+    kube: FakeKubeAPI, reader: KubeReader, executor: Executor, tmp_path: Path
+) -> None:
+    loop, ledger = make_loop(reader, executor, tmp_path)
+    run(loop, 0)
+    kube.fail_next(404, verb="patch")
+    run(loop, 3)
+    assert not [
+        e
+        for e in ledger.all_events()
+        if e.step is LadderStep.RECLAIM and e.outcome is not StepOutcome.PLANNED
+    ]
+
+
+@pytest.mark.usefixtures("seeded")
+def test_exclude_on_reclaimed_restores_and_notifier_cursor(
+    kube: FakeKubeAPI, reader: KubeReader, executor: Executor, tmp_path: Path
+) -> None:
+    loop, ledger = make_loop(reader, executor, tmp_path)
+    run(loop, 0, 1, 2)
+    assert kube.get("Deployment", "train", "ml")["spec"]["replicas"] == 0
+    seen = ledger.events_since(ledger.cursor("slack"))
+    ledger.ack("slack", seen[-1].seq or 0)
+    kube.patch(
+        "Deployment",
+        "train",
+        {"metadata": {"annotations": {"gpu-guardian.io/exclude": "true"}}},
+        "ml",
+    )
+    run(loop, 3)
+    assert kube.get("Deployment", "train", "ml")["spec"]["replicas"] == 2
+    fresh = ledger.events_since(ledger.cursor("slack"))
+    assert [(e.step, e.outcome) for e in fresh][-1] == (LadderStep.RESTORE, StepOutcome.APPLIED)
+    assert all(e.seq is not None and e.seq > (seen[-1].seq or 0) for e in fresh)
+    reclaim = next(
+        e for e in seen if e.step is LadderStep.RECLAIM and e.outcome is StepOutcome.APPLIED
+    )
+    assert reclaim.original_replicas == 2
+    assert reclaim.restore_command == "guardian restore ml/Deployment/train"
