@@ -245,7 +245,7 @@ class SlackNotifier:
             summary=summary,
             webhook=self._webhook,
         )
-        if ops:
+        if ops or (thread.kind == "group" and not announced):  # the summary announced it
             self._enqueue(conn, thread, ops, now)
             new_row = _replace(new_row, announced=True, last_notified_at=now)
             self._store.save_episode(conn, new_row)

@@ -56,9 +56,9 @@ def plan_change(
         if not after.open and after.phase is Phase.RESOLVED:
             return []  # it came and went without anyone being told (e.g. muted): stay quiet
         if summary is not None:
-            # A group's parent is posted by plan_group; the episode's detail goes in its thread.
-            kind = OpKind.POST if webhook else OpKind.REPLY
-            return [Op(kind, thread, f"{idem}:detail", finding=after)]
+            # A group's parent (plan_group) lists the episode; its details go in the thread.
+            # A webhook has no thread: the summary alone announces the group.
+            return [] if webhook else [Op(OpKind.REPLY, thread, f"{idem}:detail", finding=after)]
         return [Op(OpKind.POST, thread, f"{idem}:post", finding=after)]
     if webhook:
         return [Op(OpKind.POST, thread, f"{idem}:post", finding=after, entry=entry)]

@@ -300,3 +300,14 @@ def test_transitions_commit_together_with_the_engine_state(db: Database) -> None
         "g", T0 + 60, {}, extra=lambda conn: n.record_transitions(conn, [_firing("b")])
     )
     assert n.outbox_depth() == 2
+
+
+def test_webhook_grouping_posts_the_summary_then_one_message_per_change(db: Database) -> None:
+    clock = Clock()
+    slack = ScriptedSlack(clock, can_update=False)
+    n = SlackNotifier(_settings(grouping={"min_alerts": 2}), db, clock, slack)
+    batch = [_firing("a"), _firing("b")]
+    n.on_transitions(batch)
+    n.on_transitions([_resolve(batch[1], T0 + 60)])
+    _run(n, clock)
+    assert [c.text[:16] for c in slack.calls] == ["2 x GpuIdle in m", "[RESOLVED] warni"]
