@@ -10,7 +10,13 @@ from typing import Any
 
 import pytest
 
-from guardian.adapters.slack.transport import Secret, Sent, WebApiTransport
+from guardian.adapters.slack.transport import (
+    Secret,
+    Sent,
+    Uncertain,
+    WebApiTransport,
+    WebhookTransport,
+)
 from guardian.app.notify import SlackNotifier
 from guardian.model.errors import ConfigError
 from guardian.model.remediation import LadderStep
@@ -231,3 +237,44 @@ def test_secrets_never_appear_in_logs_or_errors(
         SlackNotifier.from_settings(settings(None), open_db(tmp_path), time.time, {})
     assert TOKEN not in repr(Secret(TOKEN))
     assert TOKEN not in str(Secret(TOKEN))
+
+
+def test_transport_errors_never_carry_the_token() -> None:
+    with FakeSlack.start(tokens=[TOKEN], channels=[ALERTS]) as fake:
+        web = WebApiTransport(Secret(TOKEN), base_url=fake.api_base_url, timeout=5)
+        bad = WebApiTransport(Secret(TOKEN + "x"), base_url=fake.api_base_url, timeout=5)
+        hook_url = fake.webhook_url("gpu-alerts")
+        hook = WebhookTransport(Secret(hook_url), timeout=5)
+        payload = {"text": "x", "blocks": []}
+        errors: list[Exception] = []
+        fake.fail("chat.postMessage", status=502)
+        fake.fail(WEBHOOK, status=503)
+        for call in (
+            lambda: web.post("C0123", payload, None),
+            lambda: bad.post("C0123", payload, None),
+            lambda: web.post("C0999", payload, None),
+            lambda: web.update("C0123", "1.000001", payload),
+            lambda: hook.post("gpu-alerts", payload, None),
+            lambda: hook.update("C0123", "1.000001", payload),
+        ):
+            with pytest.raises(Exception) as raised:  # noqa: PT011 - every kind is checked below
+                call()
+            errors.append(raised.value)
+        fake.down("refuse")
+        with pytest.raises(Uncertain) as refused:
+            web.post("C0123", payload, None)
+        errors.append(refused.value)
+    assert [type(e).__name__ for e in errors] == [
+        "Uncertain",
+        "Unauthorized",
+        "Rejected",
+        "MessageGone",
+        "Uncertain",
+        "MessageGone",
+        "Uncertain",
+    ]
+    for error in errors:
+        text = f"{error} {error!r} {error.args}"
+        assert TOKEN not in text
+        assert hook_url.rsplit("/", 1)[1] not in text
+        assert error.__cause__ is None  # "from None": the library's exception is not chained
