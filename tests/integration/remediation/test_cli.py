@@ -1,0 +1,118 @@
+"""``guardian restore`` and ``guardian status`` on a real client and the fake API; and,
+where kubectl is installed, a person using kubectl on what the controller did."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from guardian.adapters.kube.executor import Executor
+from guardian.adapters.kube.reader import KubeReader
+from guardian.adapters.ledger import EpisodeState, Ledger
+from guardian.cli import main as guardian_main
+from guardian.model.labels import LabelSet
+from guardian.model.policies import Annotations
+from guardian.model.reclaim import PlannedAction
+from guardian.model.remediation import LadderStep, RemediationEvent, StepOutcome, WorkloadRef
+from guardian.sim.kubeapi import FakeKubeAPI
+from guardian.sim.kubeapi import builders as b
+
+REF = WorkloadRef("apps/v1", "Deployment", "ml", "train")
+NOW = 1_700_000_000.0
+
+
+def reclaim(kube: FakeKubeAPI, reader: KubeReader, executor: Executor, ledger: Ledger) -> None:
+    kube.create(b.deployment("train", "ml", replicas=3))
+    action = PlannedAction(REF, LadderStep.RECLAIM, "idle", "ep1", "GpuIdle", False, LabelSet())
+    ws = reader.workload(REF)
+    executor.apply(action, ws, NOW)
+    ledger.open_episode(REF, "ep1", NOW - 600, "idle")
+    ledger.record(
+        RemediationEvent(
+            "ep1",
+            REF,
+            LadderStep.RECLAIM,
+            StepOutcome.APPLIED,
+            NOW,
+            "idle",
+            "scaled",
+            LabelSet(),
+            original_replicas=3,
+        )
+    )
+    ledger.set_episode_state("ep1", EpisodeState.RECLAIMED)
+
+
+def test_restore_and_status_commands(
+    kube: FakeKubeAPI,
+    reader: KubeReader,
+    executor: Executor,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    state = tmp_path / "state.db"
+    ledger = Ledger.open(str(state))
+    try:
+        reclaim(kube, reader, executor, ledger)
+    finally:
+        ledger.close()
+    kubeconfig = str(kube.write_kubeconfig(tmp_path / "kc"))
+
+    assert guardian_main(["status", "--state", str(state), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["reclaimed"][0]["restore_command"] == "guardian restore ml/Deployment/train"
+    assert report["reclaimed"][0]["original_replicas"] == 3
+
+    argv = ["restore", "ml/deploy/train", "--kubeconfig", kubeconfig, "--state", str(state)]
+    assert guardian_main([*argv, "--dry-run"]) == 0
+    assert "would restore" in capsys.readouterr().out
+    assert kube.get("Deployment", "train", "ml")["spec"]["replicas"] == 0
+
+    assert guardian_main(argv) == 0
+    assert capsys.readouterr().out.strip() == "ml/Deployment/train: scaled back to 3"
+    assert kube.get("Deployment", "train", "ml")["spec"]["replicas"] == 3
+    assert guardian_main(["status", "--state", str(state)]) == 0
+    assert "Reclaimed workloads (0)" in capsys.readouterr().out
+
+    assert guardian_main(argv) == 1
+    assert "was not reclaimed by gpu-guardian" in capsys.readouterr().err
+    assert guardian_main(["restore", "train", "--kubeconfig", kubeconfig]) == 1
+    assert "expected NAMESPACE/KIND/NAME" in capsys.readouterr().err
+    assert guardian_main(["restore", "ml/widget/x", "--kubeconfig", kubeconfig]) == 1
+    assert "no served kind matches 'widget'" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_kubectl_sees_and_undoes_a_reclaim(
+    kube: FakeKubeAPI, reader: KubeReader, executor: Executor, tmp_path: Path
+) -> None:
+    ledger = Ledger.open(str(tmp_path / "state.db"))
+    try:
+        reclaim(kube, reader, executor, ledger)
+    finally:
+        ledger.close()
+    kubeconfig = str(kube.write_kubeconfig(tmp_path / "kc"))
+
+    def kubectl(*args: str) -> str:
+        done = subprocess.run(
+            ["kubectl", "--kubeconfig", kubeconfig, "-n", "ml", *args],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        return done.stdout
+
+    annotations = json.loads(
+        kubectl("get", "deployment", "train", "-o", "jsonpath={.metadata.annotations}")
+    )
+    assert annotations[Annotations.ORIGINAL_REPLICAS] == "3"
+    kubectl("annotate", "deployment", "train", f"{Annotations.EXCLUDE}=true")
+    kubectl("scale", "deployment", "train", "--replicas=1")  # a person wakes it up by hand
+    message = executor.restore(reader.workload(REF), NOW + 60)
+    assert message == "left at 1 replicas (changed since the reclaim)"
+    assert kubectl("get", "deployment", "train", "-o", "jsonpath={.spec.replicas}") == "1"

@@ -1,0 +1,133 @@
+"""ReclaimPolicy validation (file, line, field), defaults, overlaps and the check command."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from guardian.app.remediation.policies import load_policies
+from guardian.cli import main as guardian_main
+from guardian.engine.planner import find_overlaps
+from guardian.model.errors import ConfigError, ConfigErrors
+from guardian.model.policies import HpaPolicy, Mode
+from guardian.model.policies_load import parse_policies
+
+HEAD = "apiVersion: gpu-guardian.io/v1alpha1\nkind: ReclaimPolicy\n"
+ROOT = Path(__file__).resolve().parents[4]
+
+
+def errors(text: str) -> list[str]:
+    with pytest.raises(ConfigErrors) as caught:
+        parse_policies(text, "p.yaml")
+    return [str(e) for e in caught.value.errors]
+
+
+def test_defaults_are_safe() -> None:
+    (policy,) = parse_policies(HEAD + "metadata: {name: a}\n", "p.yaml")
+    spec = policy.spec
+    assert spec.mode is Mode.OBSERVE
+    assert spec.hpa is HpaPolicy.REFUSE
+    assert not spec.allow_pod_deletion
+    assert spec.alerts.match_labels == {"guardian_class": "reclaimable"}
+    assert (spec.ladder.notify, spec.ladder.grace_period, spec.warmup) == (True, 3600.0, 1800.0)
+    assert policy.source == "p.yaml:1"
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            "metadata: {name: a}\nspec:\n  mode: agressive\n",
+            "p.yaml:5: spec.mode: Input should be 'observe' or 'enforce'",
+        ),
+        (
+            "metadata: {name: a}\nspec:\n  ladder:\n    gracePeriod: 1x\n",
+            "p.yaml:6: spec.ladder.gracePeriod: not a valid duration string",
+        ),
+        (
+            "metadata: {name: a}\nspec:\n  ladder:\n    notify: false\n",
+            "p.yaml:5: spec.ladder: reclaim needs notify: true",
+        ),
+        (
+            "metadata: {name: a}\nspec:\n  scope:\n    namespace: [ml]\n",
+            "p.yaml:6: spec.scope.namespace: unknown field",
+        ),
+        ("metadata: {name: Bad_Name}\n", "p.yaml:3: metadata.name: invalid name 'Bad_Name'"),
+        (
+            "metadata: {name: a}\nspec:\n  limits: {perCycle: -1}\n",
+            "p.yaml:5: spec.limits.perCycle: Input should be greater than or equal to 0",
+        ),
+        (
+            (
+                "metadata: {name: a}\nspec:\n  scope:\n    workloadSelector:\n"
+                "      matchExpressions:\n        - {key: team, operator: In}\n"
+            ),
+            "p.yaml:8: spec.scope.workloadSelector.matchExpressions[0]: operator In needs values",
+        ),
+    ],
+)
+def test_errors_name_file_line_and_field(body: str, expected: str) -> None:
+    found = errors(HEAD + body)
+    assert any(e.startswith(expected) for e in found), found
+
+
+def test_wrong_kind_and_multi_document_lines() -> None:
+    text = HEAD + "metadata: {name: a}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n"
+    assert errors(text) == [
+        (
+            "p.yaml:5: apiVersion: expected apiVersion gpu-guardian.io/v1alpha1 and kind "
+            "ReclaimPolicy, got 'v1' 'ConfigMap'"
+        )
+    ]
+    assert errors(HEAD + "metadata: {name: a}\nspec: [\n")[0].startswith("p.yaml:")
+
+
+def test_duplicate_names_across_files(tmp_path: Path) -> None:
+    for name in ("one.yaml", "two.yaml"):
+        (tmp_path / name).write_text(HEAD + "metadata: {name: same}\n", encoding="utf-8")
+    with pytest.raises(ConfigErrors, match=r"two.yaml:1: metadata.name: policy 'same' already"):
+        load_policies([str(tmp_path / "*.yaml")])
+    with pytest.raises(ConfigError, match="no policy file matches"):
+        load_policies([str(tmp_path / "missing-*.yaml")])
+
+
+def test_overlaps() -> None:
+    text = (
+        HEAD
+        + "metadata: {name: a}\nspec: {priority: 1, scope: {namespaces: [ml]}}\n---\n"
+        + HEAD
+        + "metadata: {name: b}\nspec: {priority: 1}\n---\n"
+        + HEAD
+        + "metadata: {name: c}\nspec: {priority: 5, scope: {kinds: [Notebook]}}\n---\n"
+        + HEAD
+        + "metadata: {name: d}\nspec: {scope: {namespaces: [other]}}\n"
+    )
+    overlaps = {
+        (o.winner.name, o.loser.name, o.ambiguous)
+        for o in find_overlaps(parse_policies(text, "p.yaml"))
+    }
+    assert overlaps == {
+        ("a", "b", True),
+        ("c", "a", False),
+        ("c", "b", False),
+        ("c", "d", False),
+        ("b", "d", False),
+    }
+
+
+def test_check_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert guardian_main(["policies", "check", str(ROOT / "examples/policies/*.yaml")]) == 0
+    assert "ok: 3 policy(ies)" in capsys.readouterr().out
+    ambiguous = tmp_path / "p.yaml"
+    ambiguous.write_text(
+        HEAD + "metadata: {name: a}\n---\n" + HEAD + "metadata: {name: b}\n", encoding="utf-8"
+    )
+    assert guardian_main(["policies", "check", str(ambiguous)]) == 1
+    assert "give one a higher priority" in capsys.readouterr().err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(HEAD + "metadata: {name: a}\nspec: {mode: x}\n", encoding="utf-8")
+    assert guardian_main(["policies", "check", str(bad)]) == 1
+    assert f"{bad}:4: spec.mode" in capsys.readouterr().err
+    assert argparse  # the parser module is in use through guardian_main
