@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from guardian.adapters.sqlite_db import Database, MigrationSet
+from guardian.model.labels import LabelSet
 from guardian.model.notifications import Finding, finding_from_dict, finding_to_dict
 
 SLACK_MIGRATIONS = MigrationSet(
@@ -71,6 +72,19 @@ SLACK_MIGRATIONS = MigrationSet(
             seen_at REAL NOT NULL
         )
         """,
+        # The ledger keys its episodes by workload, the engine by alert: remediation
+        # events find their alert's episode by its labels (or rule, namespace and pod).
+        """
+        ALTER TABLE slack_episodes ADD COLUMN labels_key TEXT;
+        ALTER TABLE slack_episodes ADD COLUMN pod_key TEXT;
+        ALTER TABLE slack_episodes ADD COLUMN active_at REAL;
+        CREATE INDEX slack_episodes_labels ON slack_episodes (labels_key);
+        CREATE INDEX slack_episodes_pod ON slack_episodes (pod_key);
+        CREATE TABLE slack_aliases (
+            remediation_episode TEXT PRIMARY KEY,
+            episode TEXT NOT NULL
+        )
+        """,
     ),
 )
 
@@ -111,6 +125,15 @@ class EpisodeRow:
     reminders: int
 
 
+def labels_key(labels: LabelSet) -> str | None:
+    return json.dumps(labels.items_sorted, separators=(",", ":")) if labels else None
+
+
+def pod_key(labels: LabelSet) -> str | None:
+    parts = [labels.get(k) for k in ("alertname", "namespace", "pod")]
+    return "\x00".join(p for p in parts if p) if all(parts) else None
+
+
 def _f(value: object) -> float:
     return float(str(value))
 
@@ -148,7 +171,8 @@ class SlackStore:
     def save_episode(self, conn: sqlite3.Connection, row: EpisodeRow) -> None:
         conn.execute(
             "INSERT INTO slack_episodes (episode, thread_key, finding, announced, dirty, "
-            "last_notified_at, reminders, is_open) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+            "last_notified_at, reminders, is_open, labels_key, pod_key, active_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(episode) DO UPDATE SET thread_key = excluded.thread_key, "
             "finding = excluded.finding, announced = excluded.announced, dirty = excluded.dirty, "
             "last_notified_at = excluded.last_notified_at, reminders = excluded.reminders, "
@@ -162,8 +186,40 @@ class SlackStore:
                 row.last_notified_at,
                 row.reminders,
                 int(row.finding.open),
+                labels_key(row.finding.labels),
+                pod_key(row.finding.labels),
+                row.finding.active_at,
             ),
         )
+
+    def alias(self, conn: sqlite3.Connection, remediation_episode: str) -> str | None:
+        row = conn.execute(
+            "SELECT episode FROM slack_aliases WHERE remediation_episode = ?",
+            (remediation_episode,),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_alias(self, conn: sqlite3.Connection, remediation_episode: str, episode: str) -> None:
+        conn.execute(
+            "INSERT OR IGNORE INTO slack_aliases (remediation_episode, episode) VALUES (?, ?)",
+            (remediation_episode, episode),
+        )
+
+    def match_alert(self, conn: sqlite3.Connection, labels: LabelSet) -> str | None:
+        """The newest alert episode with these labels (else the same rule, namespace and
+        pod) that no other remediation episode has claimed."""
+        for column, key in (("labels_key", labels_key(labels)), ("pod_key", pod_key(labels))):
+            if key is None:
+                continue
+            row = conn.execute(
+                f"SELECT episode FROM slack_episodes e WHERE {column} = ? "  # noqa: S608 - fixed names
+                "AND NOT EXISTS (SELECT 1 FROM slack_aliases a WHERE a.episode = e.episode) "
+                "ORDER BY active_at DESC LIMIT 1",
+                (key,),
+            ).fetchone()
+            if row is not None:
+                return str(row[0])
+        return None
 
     def members(self, conn: sqlite3.Connection, thread: str) -> list[Finding]:
         rows = conn.execute(

@@ -53,9 +53,10 @@ _TICK_EVERY = 30.0
 
 
 class RemediationFeed(Protocol):
-    """The remediation ledger, read since an opaque cursor (``None``: from the start)."""
+    """The remediation ledger: events after sequence number ``seq``, oldest first, each
+    carrying its ``seq`` (``Ledger.events_since``)."""
 
-    def events_since(self, cursor: str | None) -> Sequence[tuple[str, RemediationEvent]]: ...
+    def events_since(self, seq: int) -> Sequence[RemediationEvent]: ...
 
 
 class SlackNotifier:
@@ -144,29 +145,51 @@ class SlackNotifier:
                 self._remediation(conn, e, now)
         self._wake.set()
 
-    def poll_remediation(self, feed: RemediationFeed) -> int:
+    def poll_remediation(self, feed: RemediationFeed, max_batches: int = 20) -> int:
         """Consume the ledger since the stored cursor; the cursor moves in the same
-        transaction as the messages it caused, so a crash replays nothing twice."""
-        events = feed.events_since(self._store.get_cursor(REMEDIATION_CURSOR))
-        if not events:
-            return 0
-        now = self._clock()
-        with self._db.transaction() as conn:
-            for _, e in events:
-                self._remediation(conn, e, now)
-            self._store.set_cursor(conn, REMEDIATION_CURSOR, events[-1][0])
+        transaction as the messages it caused, so a crash neither skips nor repeats one."""
+        total = 0
+        for _ in range(max_batches):
+            cursor = int(self._store.get_cursor(REMEDIATION_CURSOR) or 0)
+            events = feed.events_since(cursor)
+            if not events:
+                break
+            last = max((e.seq for e in events if e.seq is not None), default=None)
+            now = self._clock()
+            with self._db.transaction() as conn:
+                for e in events:
+                    self._remediation(conn, e, now)
+                if last is not None and last > cursor:
+                    self._store.set_cursor(conn, REMEDIATION_CURSOR, str(last))
+            total += len(events)
+            if last is None or last <= cursor:
+                break  # events without sequence numbers: the change keys still dedupe them
         self._wake.set()
-        return len(events)
+        return total
 
     def _remediation(self, conn: sqlite3.Connection, e: RemediationEvent, now: float) -> None:
         idem = f"{e.episode}:step:{e.step.value}:{e.outcome.value}:{e.at:.3f}"
         if self._store.seen(conn, idem, now):
             return
-        row = self._store.episode(conn, e.episode)
+        row = self._store.episode(conn, self._alert_episode(conn, e))
         before = row.finding if row else finding_for_event(e, self._rules)
         changed = apply_remediation(before, e, self._rules)
         if changed is not None:
             self._apply(conn, row, changed[0], changed[1], idem, now, None)
+
+    def _alert_episode(self, conn: sqlite3.Connection, e: RemediationEvent) -> str:
+        """The ledger's episodes are per workload, the engine's per alert: find the alert
+        episode this ladder belongs to, once, and remember it."""
+        known = self._store.alias(conn, e.episode)
+        if known is not None:
+            return known
+        if self._store.episode(conn, e.episode) is not None:
+            return e.episode
+        match = self._store.match_alert(conn, e.alert_labels) if e.alert_labels else None
+        if match is None:
+            return e.episode  # an episode of its own (the notifier never saw the alert)
+        self._store.set_alias(conn, e.episode, match)
+        return match
 
     def _lookup(self, labels: LabelSet) -> OwnerContext | None:
         if self._context is None:

@@ -22,7 +22,6 @@ from guardian.model.remediation import (
     RemediationEvent,
     StepOutcome,
     WorkloadRef,
-    episode_id,
 )
 from guardian.sim.slackapi import Channel, FakeSlack
 
@@ -92,16 +91,16 @@ def event(
     outcome: StepOutcome = StepOutcome.APPLIED,
     **kw: Any,
 ) -> RemediationEvent:
+    # The ledger keys episodes by workload (not by alert): the notifier must match them.
     return RemediationEvent(
-        episode=episode_id(lbls, T0),
+        episode=f"workload-episode-{lbls['pod']}",
         workload=WORKLOAD,
         step=step,
         outcome=outcome,
         at=at,
         policy="reclaim-idle",
         reason="idle for 30m",
-        alert_labels=lbls,
-        **kw,
+        **{"alert_labels": lbls, **kw},
     )
 
 

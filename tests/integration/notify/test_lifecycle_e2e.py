@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 import time
@@ -13,6 +14,7 @@ from prometheus_client import CollectorRegistry
 
 from guardian.adapters.sqlite_db import Database
 from guardian.app.notify import SlackNotifier
+from guardian.model.labels import LabelSet
 from guardian.model.remediation import LadderStep, RemediationEvent, StepOutcome
 from guardian.sim.slackapi import FakeSlack
 from tests.integration.notify.helpers import (
@@ -232,29 +234,39 @@ def test_worker_thread_delivers_and_stops(fake: FakeSlack, db: Database) -> None
 
 
 class _Ledger:
+    """Ledger.events_since's contract: events after ``seq``, each with its ``seq``."""
+
     def __init__(self, events: list[RemediationEvent]) -> None:
         self.events = events
-        self.asked: list[str | None] = []
+        self.asked: list[int] = []
 
-    def events_since(self, cursor: str | None) -> list[tuple[str, RemediationEvent]]:
-        self.asked.append(cursor)
-        start = 0 if cursor is None else int(cursor)
-        return [(str(i + 1), e) for i, e in enumerate(self.events) if i >= start]
+    def append(self, e: RemediationEvent) -> None:
+        self.events.append(dataclasses.replace(e, seq=10 * (len(self.events) + 1)))
+
+    def events_since(self, seq: int) -> list[RemediationEvent]:
+        self.asked.append(seq)
+        return [e for e in self.events if e.seq is not None and e.seq > seq][:1]
 
 
 def test_remediation_feed_is_read_since_the_stored_cursor(fake: FakeSlack, db: Database) -> None:
     lbl = labels()
-    ledger = _Ledger([event(lbl, LadderStep.GRACE, T0 + 400, StepOutcome.APPLIED)])
+    ledger = _Ledger([])
+    ledger.append(event(lbl, LadderStep.GRACE, T0 + 400, StepOutcome.APPLIED))
     n = notifier(fake, db)
     n.on_transitions([firing(lbl)])
     assert n.poll_remediation(ledger) == 1
-    ledger.events.append(
-        event(lbl, LadderStep.RECLAIM, T0 + 2200, restore_command="guardian restore x")
-    )
+    ledger.append(event(lbl, LadderStep.RECLAIM, T0 + 2200, restore_command="guardian restore x"))
+    ledger.append(event(lbl, LadderStep.RESTORE, T0 + 3000, alert_labels=LabelSet()))
     restarted = notifier(fake, db)
-    assert restarted.poll_remediation(ledger) == 1
-    assert ledger.asked == [None, "1"]
+    assert restarted.poll_remediation(ledger) == 2  # one per batch here
+    assert ledger.asked == [0, 10, 10, 20, 30]  # the restart resumed at the stored cursor
     drain_all(restarted)
+    # One parent: the ledger's workload episode was matched to the alert's episode, and
+    # the restore event (no alert labels) followed the remembered match.
     [parent] = fake.messages("gpu-alerts")
-    assert parent.text.startswith("[RECLAIMED]")
-    assert len(parent.replies) == 2
+    assert parent.text.startswith("[RESTORED]")
+    assert [r.text.split("]")[0] for r in parent.replies] == [
+        "[GRACE PERIOD",
+        "[RECLAIMED",
+        "[RESTORED",
+    ]

@@ -30,6 +30,7 @@ from guardian.model.alerts import (
     TransitionKind,
 )
 from guardian.model.labels import LabelSet
+from guardian.model.remediation import LadderStep, RemediationEvent, StepOutcome, WorkloadRef
 from tests.unit.guardian.notify.samples import ANNOTATIONS, LABELS, T0
 
 
@@ -311,3 +312,32 @@ def test_webhook_grouping_posts_the_summary_then_one_message_per_change(db: Data
     n.on_transitions([_resolve(batch[1], T0 + 60)])
     _run(n, clock)
     assert [c.text[:16] for c in slack.calls] == ["2 x GpuIdle in m", "[RESOLVED] warni"]
+
+
+def _step(step: LadderStep, labels: LabelSet, at: float, episode: str = "wl-1") -> RemediationEvent:
+    workload = WorkloadRef("apps/v1", "Deployment", "ml", "train")
+    return RemediationEvent(episode, workload, step, StepOutcome.APPLIED, at, "p", "idle", labels)
+
+
+def test_ladder_episodes_find_their_alert_episode(db: Database) -> None:
+    clock = Clock()
+    slack = ScriptedSlack(clock)
+    n = SlackNotifier(_settings(grouping={"enabled": False}), db, clock, slack)
+    a, b = _firing("a"), _firing("b")
+    n.on_transitions([a, b])
+    # Same rule, namespace and pod, not quite the same labels: still a match.
+    n.on_remediation([_step(LadderStep.GRACE, b.labels.without("uuid"), T0 + 60)])
+    n.on_remediation([_step(LadderStep.RECLAIM, LabelSet(), T0 + 120)])  # follows the match
+    n.on_remediation([_step(LadderStep.GRACE, LabelSet({"alertname": "X"}), T0, "wl-2")])
+    _run(n, clock)
+    parents = [c for c in slack.calls if c.method == "post" and c.thread_ts is None]
+    assert [c.text.split(" - ")[0] for c in parents] == [
+        "[FIRING] warning GpuIdle: ml/Pod a on gpu-node-12",
+        "[FIRING] warning GpuIdle: ml/Pod b on gpu-node-12",
+        "[GRACE PERIOD] none X: Deployment train",  # never saw its alert: a thread of its own
+    ]
+    updates = [c.text.split(" - ")[0] for c in slack.calls if c.method == "update"]
+    assert updates == [
+        "[GRACE PERIOD] warning GpuIdle: ml/Deployment train on gpu-node-12",
+        "[RECLAIMED] warning GpuIdle: ml/Deployment train on gpu-node-12",
+    ]
