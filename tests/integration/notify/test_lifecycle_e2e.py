@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
+from guardian.adapters.ledger import Ledger
 from guardian.adapters.sqlite_db import Database
 from guardian.app.notify import SlackNotifier
 from guardian.model.labels import LabelSet
@@ -270,3 +271,19 @@ def test_remediation_feed_is_read_since_the_stored_cursor(fake: FakeSlack, db: D
         "[RECLAIMED",
         "[RESTORED",
     ]
+
+
+def test_the_real_ledger_feeds_the_notifier(fake: FakeSlack, db: Database) -> None:
+    ledger = Ledger.attach(db)
+    n = notifier(fake, db)
+    lbl = labels()
+    n.on_transitions([firing(lbl)])
+    ledger.record(event(lbl, LadderStep.GRACE, T0 + 400, next_step=LadderStep.RECLAIM))
+    ledger.record(event(lbl, LadderStep.RECLAIM, T0 + 2200, restore_command="guardian restore y"))
+    assert n.poll_remediation(ledger) == 2
+    assert n.poll_remediation(ledger) == 0
+    drain_all(n)
+    [parent] = fake.messages("gpu-alerts")
+    assert parent.text.startswith("[RECLAIMED]")
+    assert "guardian restore y" in str(parent.blocks)
+    assert len(parent.replies) == 2
