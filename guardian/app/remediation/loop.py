@@ -14,16 +14,16 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
 
-from guardian.adapters.kube.executor import Executor, restore_command
+from guardian.adapters.kube.executor import Executor
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.kube.rest import Conflict, Forbidden, NotFound
 from guardian.adapters.ledger import EpisodeState, Ledger
 from guardian.app.remediation.metrics import RemediationMetrics
+from guardian.app.remediation.recording import StepRecorder
 from guardian.engine.planner import PlannerSettings, plan
 from guardian.engine.planner.times import parse_rfc3339
 from guardian.model.alerts import GroupEvaluation
 from guardian.model.errors import GuardianError
-from guardian.model.labels import LabelSet
 from guardian.model.policies import Annotations, ReclaimPolicy
 from guardian.model.reclaim import (
     ClusterSnapshot,
@@ -34,7 +34,7 @@ from guardian.model.reclaim import (
     Wait,
     WorkloadState,
 )
-from guardian.model.remediation import LadderStep, RemediationEvent, StepOutcome, WorkloadRef
+from guardian.model.remediation import LadderStep, StepOutcome, WorkloadRef
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +75,7 @@ class RemediationLoop:
         self.cycle_interval = cycle_interval
         self.metrics = metrics or RemediationMetrics()
         self.is_leader = is_leader
+        self.record = StepRecorder(ledger, self.metrics)
         self.health: dict[str, GroupHealth] = {}
         self.last_cycle: float | None = None
         self._lock = threading.Lock()
@@ -105,7 +106,7 @@ class RemediationLoop:
             snapshot = self._snapshot(alerts, now)
             self._reconcile(snapshot, now)
             result = self._plan(alerts, snapshot, now)
-            self._record_waits(result.waits, now)
+            self.record.waits(result.waits, now)
             for ref, episode in result.closed_episodes:
                 self._close(ref, episode, snapshot, now)
             for action in result.actions:
@@ -152,7 +153,7 @@ class RemediationLoop:
             done = view.steps(episode, real=True)
             flagged = parse_rfc3339(ws.annotations.get(Annotations.FLAGGED_AT))
             if flagged is not None and LadderStep.ANNOTATE not in done:
-                self._event(
+                self.record.event(
                     ws.ref,
                     episode,
                     LadderStep.ANNOTATE,
@@ -164,7 +165,7 @@ class RemediationLoop:
             reclaimed = parse_rfc3339(ws.annotations.get(Annotations.RECLAIMED_AT))
             if reclaimed is not None and LadderStep.RECLAIM not in done:
                 original = ws.annotations.get(Annotations.ORIGINAL_REPLICAS, "")
-                self._event(
+                self.record.event(
                     ws.ref,
                     episode,
                     LadderStep.RECLAIM,
@@ -237,7 +238,7 @@ class RemediationLoop:
                 why = current.reason if isinstance(current, Wait) else "no longer planned"
                 logger.info("re-planned %s on %s: %s", action.step, action.workload, why)
                 if isinstance(current, Wait) and current.refused:
-                    self._event(
+                    self.record.event(
                         action.workload,
                         action.episode,
                         action.step,
@@ -269,86 +270,14 @@ class RemediationLoop:
             except Forbidden as exc:
                 self.metrics.api_forbidden.inc()
                 logger.error("forbidden: %s: grant the controller's ClusterRole this verb", exc)
-                self._failed(action, fresh, now, f"forbidden by RBAC: {exc}")
+                self.record.failed(action, now, f"forbidden by RBAC: {exc}")
                 return
             except GuardianError as exc:
-                self._failed(action, fresh, now, str(exc))
+                self.record.failed(action, now, str(exc))
                 return
-            self._applied(action, fresh, now, result.outcome, result.message)
+            self.record.applied(action, fresh, now, result.outcome, result.message)
             return
-        self._failed(
-            action,
-            snapshot.workloads.get(action.workload),
-            now,
-            f"gave up after {MAX_CONFLICT_RETRIES} conflicts",
-        )
-
-    def _applied(
-        self,
-        action: PlannedAction,
-        ws: WorkloadState,
-        now: float,
-        outcome: StepOutcome,
-        message: str,
-    ) -> None:
-        reason = f"{message}: {action.reason}"
-        if action.step is LadderStep.RECLAIM:
-            self._event(
-                action.workload,
-                action.episode,
-                action.step,
-                outcome,
-                now,
-                action.policy,
-                reason,
-                labels=action.alert_labels,
-                ws=ws,
-                original=ws.replicas,
-            )
-            if outcome is StepOutcome.APPLIED:
-                self.ledger.set_episode_state(action.episode, EpisodeState.RECLAIMED)
-        elif action.step is LadderStep.RESTORE:
-            self._event(
-                action.workload,
-                action.episode,
-                action.step,
-                outcome,
-                now,
-                action.policy,
-                reason,
-                labels=action.alert_labels,
-            )
-            if outcome is StepOutcome.APPLIED:
-                self.ledger.end_workload_episodes(action.workload, EpisodeState.RESTORED, now)
-        else:
-            self._event(
-                action.workload,
-                action.episode,
-                action.step,
-                outcome,
-                now,
-                action.policy,
-                reason,
-                labels=action.alert_labels,
-                next_step=action.next_step,
-                due=action.next_step_due,
-            )
-
-    def _failed(
-        self, action: PlannedAction, ws: WorkloadState | None, now: float, why: str
-    ) -> None:
-        logger.warning("%s on %s failed: %s", action.step, action.workload, why)
-        self._event(
-            action.workload,
-            action.episode,
-            action.step,
-            StepOutcome.FAILED,
-            now,
-            action.policy,
-            why,
-            labels=action.alert_labels,
-            dedupe=True,
-        )
+        self.record.failed(action, now, f"gave up after {MAX_CONFLICT_RETRIES} conflicts")
 
     def _close(self, ref: WorkloadRef, episode: str, snapshot: ClusterSnapshot, now: float) -> None:
         ws = snapshot.workloads.get(ref)
@@ -360,64 +289,3 @@ class RemediationLoop:
                 return
         self.ledger.set_episode_state(episode, EpisodeState.CLOSED, now)
         logger.info("episode %s on %s closed: its alerts ended before a reclaim", episode, ref)
-
-    def _record_waits(self, waits: Sequence[Wait], now: float) -> None:
-        refused = 0
-        for wait in waits:
-            if wait.workload is None:
-                logger.info("waiting: %s", wait.reason)
-                continue
-            refused += wait.refused
-            if wait.refused or wait.next_step is not None:
-                step = wait.next_step or LadderStep.GRACE
-                outcome = StepOutcome.REFUSED if wait.refused else StepOutcome.PLANNED
-                self._event(
-                    wait.workload,
-                    wait.episode,
-                    step,
-                    outcome,
-                    now,
-                    wait.policy,
-                    wait.reason,
-                    labels=wait.alert_labels,
-                    next_step=wait.next_step,
-                    due=wait.next_step_due,
-                    dedupe=True,
-                )
-        self.metrics.waits.set(refused)
-
-    def _event(
-        self,
-        ref: WorkloadRef,
-        episode: str,
-        step: LadderStep,
-        outcome: StepOutcome,
-        at: float,
-        policy: str,
-        reason: str,
-        *,
-        labels: LabelSet | None = None,
-        ws: WorkloadState | None = None,
-        original: int | None = None,
-        next_step: LadderStep | None = None,
-        due: float | None = None,
-        dedupe: bool = False,
-    ) -> None:
-        event = RemediationEvent(
-            episode=episode,
-            workload=ref,
-            step=step,
-            outcome=outcome,
-            at=at,
-            policy=policy,
-            reason=reason,
-            alert_labels=labels if labels is not None else LabelSet(),
-            next_step=next_step,
-            next_step_due=due,
-            original_replicas=original,
-            restore_command=restore_command(ws)
-            if ws is not None and step is LadderStep.RECLAIM
-            else None,
-        )
-        if self.ledger.record(event, dedupe=dedupe) is not None:
-            self.metrics.steps.labels(policy or "-", step.value, outcome.value).inc()
