@@ -194,6 +194,14 @@ class RemediationLoop:
             return None, None
         workloads = dict(snapshot.workloads)
         workloads[ref] = fresh
+        namespaces = dict(snapshot.namespaces)
+        for name in {ref.namespace, self.controller_namespace}:
+            found = self.reader.namespace(name)  # exclusions and the kill switch, now
+            if found is None:
+                namespaces.pop(name, None)
+            else:
+                namespaces[name] = found
+        alerts = list(self.alerts())  # the engine's alerts now, not at the cycle's start
         mine = [
             a
             for a in alerts
@@ -207,7 +215,7 @@ class RemediationLoop:
         again = plan(
             mine,
             self.policies,
-            dataclasses.replace(snapshot, workloads=workloads),
+            dataclasses.replace(snapshot, workloads=workloads, namespaces=namespaces),
             self.ledger.view(now),
             now,
             health=self.health,

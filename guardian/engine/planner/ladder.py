@@ -135,6 +135,8 @@ class _Planner:
                 continue
             why = exclusion_requested(ws, self.snapshot.namespaces.get(ref.namespace), self.now)
             if why is None:
+                why = _restarted_by_hand(ws)
+            if why is None:
                 continue
             if self.kill_switch:
                 self.wait(ref, "kill switch is on: not restoring")
@@ -156,7 +158,11 @@ class _Planner:
     def workload(self, ref: WorkloadRef, alerts: list[FiringAlert]) -> None:
         ws = self.snapshot.workloads.get(ref)
         if ws is None:
-            self.wait(ref, "workload not found in the cluster (deleted?)", refused=False)
+            failed = _read_error(self.snapshot, ref)
+            if failed is not None:
+                self.wait(ref, f"could not read the workload: {failed}")
+            else:
+                self.wait(ref, "workload not found in the cluster (deleted?)", refused=False)
             return
         namespace = self.snapshot.namespaces.get(ref.namespace)
         labels = min(alerts, key=lambda a: (a.active_at, a.labels.items_sorted)).labels
@@ -224,7 +230,10 @@ class _Planner:
         if LadderStep.RECLAIM in done:
             # Only a dry-run reclaim leaves the workload running: say it once per episode.
             self.wait(
-                ref, "reclaim already planned (dry-run) in this episode", refused=False, **common.kw
+                ref,
+                "reclaim already done (or planned in dry-run) in this episode",
+                refused=False,
+                **common.kw,
             )
             return
         notified = done.get(LadderStep.NOTIFY)
@@ -358,8 +367,34 @@ def plan(
         for ref, (episode, _started, _policy) in sorted(
             ledger.open_episodes.items(), key=lambda kv: str(kv[0])
         )
-        if ref not in roots
-        and Annotations.RECLAIMED_AT
-        not in (snapshot.workloads[ref].annotations if ref in snapshot.workloads else {})
+        if _episode_over(ref, snapshot, ref in roots)
     )
     return Plan(now, tuple(planner.actions), tuple(planner.waits), closed)
+
+
+def _read_error(snapshot: ClusterSnapshot, ref: WorkloadRef) -> str | None:
+    prefix = f"{ref}: "
+    return next((e[len(prefix) :] for e in snapshot.errors if e.startswith(prefix)), None)
+
+
+def _episode_over(ref: WorkloadRef, snapshot: ClusterSnapshot, alerting: bool) -> bool:
+    """An open episode ends when its workload is gone, or its alerts ended before a
+    reclaim. A reclaimed workload's episode lasts until it is restored."""
+    if _read_error(snapshot, ref) is not None:
+        return False  # unknown: keep it
+    ws = snapshot.workloads.get(ref)
+    if ws is None:
+        return True  # deleted
+    return not alerting and Annotations.RECLAIMED_AT not in ws.annotations
+
+
+def _restarted_by_hand(ws: WorkloadState) -> str | None:
+    """A reclaimed workload someone started again by hand: clear our marks (a restore
+    that leaves its replicas alone), so the ladder can start over after a warm-up."""
+    if ws.action in (ActionKind.SCALE, ActionKind.SCALE_SUBRESOURCE) and ws.replicas:
+        return f"scaled to {ws.replicas} by hand since the reclaim"
+    if ws.action is ActionKind.SUSPEND and not ws.suspended:
+        return "unsuspended by hand since the reclaim"
+    if ws.action is ActionKind.NOTEBOOK and not ws.suspended:
+        return "notebook started by hand since the reclaim"
+    return None

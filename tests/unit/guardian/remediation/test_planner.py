@@ -113,7 +113,7 @@ CASES = [
     ),
     Case(
         "a dry-run reclaim is planned once per episode",
-        "wait:reclaim already planned (dry-run)",
+        "wait:reclaim already done (or planned in dry-run)",
         settings=DRY,
         view=ledger(
             (LadderStep.NOTIFY, NOW - 7000),
@@ -385,6 +385,25 @@ CASES = [
         ),
     ),
     Case(
+        "a reclaimed workload scaled up by hand gets its marks cleared",
+        "restore",
+        alerts=[],
+        snap=snapshot(
+            workload(replicas=3, annotations={Annotations.RECLAIMED_AT: rfc3339(NOW - 60)})
+        ),
+        check=lambda a: "scaled to 3 by hand" in a.reason or _fail(a),
+    ),
+    Case(
+        "a workload that could not be read is not acted on",
+        "wait:could not read the workload: 403",
+        snap=ClusterSnapshot(
+            {},
+            {"ml": NamespaceState("ml")},
+            snapshot().pod_owners,
+            errors=(f"{ref()}: 403 Forbidden",),
+        ),
+    ),
+    Case(
         "restore is dry-run in global dry-run",
         "restore",
         alerts=[],
@@ -550,6 +569,15 @@ def test_episode_closes_when_alerts_end() -> None:
     assert result.closed_episodes == ((ref(), EPISODE),)
     reclaimed = snapshot(workload(replicas=0, annotations={Annotations.RECLAIMED_AT: "x"}))
     result = plan([], [enforce()], reclaimed, NOTIFIED_2H, NOW, health=healthy(), settings=REAL)
+    assert result.closed_episodes == ()
+
+
+def test_deleted_workload_ends_its_episode_unreadable_keeps_it() -> None:
+    gone = ClusterSnapshot({}, {"ml": NamespaceState("ml")}, {})
+    result = plan([], [enforce()], gone, NOTIFIED_2H, NOW, health=healthy(), settings=REAL)
+    assert result.closed_episodes == ((ref(), EPISODE),)
+    unreadable = ClusterSnapshot({}, {}, {}, errors=(f"{ref()}: timeout",))
+    result = plan([], [enforce()], unreadable, NOTIFIED_2H, NOW, health=healthy(), settings=REAL)
     assert result.closed_episodes == ()
 
 
