@@ -9,7 +9,15 @@ from collections.abc import Iterable, Mapping
 
 from guardian.engine.planner.times import parse_rfc3339, rfc3339
 from guardian.model.policies import ALWAYS_EXCLUDED_NAMESPACES, Annotations, ReclaimPolicy
-from guardian.model.reclaim import FiringAlert, GroupHealth, NamespaceState, WorkloadState
+from guardian.model.reclaim import (
+    ActionKind,
+    ClusterSnapshot,
+    FiringAlert,
+    GroupHealth,
+    NamespaceState,
+    WorkloadState,
+)
+from guardian.model.remediation import WorkloadRef
 
 
 def _truthy(value: str | None) -> bool:
@@ -131,4 +139,32 @@ def pipeline_reason(
                 f"missing data is not idleness: rule group {group} last evaluated "
                 f"{now - last.ts:.0f}s ago"
             )
+    return None
+
+
+def read_error(snapshot: ClusterSnapshot, ref: WorkloadRef) -> str | None:
+    prefix = f"{ref}: "
+    return next((e[len(prefix) :] for e in snapshot.errors if e.startswith(prefix)), None)
+
+
+def episode_over(ref: WorkloadRef, snapshot: ClusterSnapshot, alerting: bool) -> bool:
+    """An open episode ends when its workload is gone, or its alerts ended before a
+    reclaim. A reclaimed workload's episode lasts until it is restored."""
+    if read_error(snapshot, ref) is not None:
+        return False  # unknown: keep it
+    ws = snapshot.workloads.get(ref)
+    if ws is None:
+        return True  # deleted
+    return not alerting and Annotations.RECLAIMED_AT not in ws.annotations
+
+
+def restarted_by_hand(ws: WorkloadState) -> str | None:
+    """A reclaimed workload someone started again by hand: clear our marks (a restore
+    that leaves its replicas alone), so the ladder can start over after a warm-up."""
+    if ws.action in (ActionKind.SCALE, ActionKind.SCALE_SUBRESOURCE) and ws.replicas:
+        return f"scaled to {ws.replicas} by hand since the reclaim"
+    if ws.action is ActionKind.SUSPEND and not ws.suspended:
+        return "unsuspended by hand since the reclaim"
+    if ws.action is ActionKind.NOTEBOOK and not ws.suspended:
+        return "notebook started by hand since the reclaim"
     return None

@@ -14,9 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from guardian.engine.planner.guards import (
+    episode_over,
     exclusion_reason,
     exclusion_requested,
     pipeline_reason,
+    read_error,
+    restarted_by_hand,
     warmup_reason,
 )
 from guardian.engine.planner.matching import select_policy
@@ -135,7 +138,7 @@ class _Planner:
                 continue
             why = exclusion_requested(ws, self.snapshot.namespaces.get(ref.namespace), self.now)
             if why is None:
-                why = _restarted_by_hand(ws)
+                why = restarted_by_hand(ws)
             if why is None:
                 continue
             if self.kill_switch:
@@ -158,7 +161,7 @@ class _Planner:
     def workload(self, ref: WorkloadRef, alerts: list[FiringAlert]) -> None:
         ws = self.snapshot.workloads.get(ref)
         if ws is None:
-            failed = _read_error(self.snapshot, ref)
+            failed = read_error(self.snapshot, ref)
             if failed is not None:
                 self.wait(ref, f"could not read the workload: {failed}")
             else:
@@ -367,34 +370,6 @@ def plan(
         for ref, (episode, _started, _policy) in sorted(
             ledger.open_episodes.items(), key=lambda kv: str(kv[0])
         )
-        if _episode_over(ref, snapshot, ref in roots)
+        if episode_over(ref, snapshot, ref in roots)
     )
     return Plan(now, tuple(planner.actions), tuple(planner.waits), closed)
-
-
-def _read_error(snapshot: ClusterSnapshot, ref: WorkloadRef) -> str | None:
-    prefix = f"{ref}: "
-    return next((e[len(prefix) :] for e in snapshot.errors if e.startswith(prefix)), None)
-
-
-def _episode_over(ref: WorkloadRef, snapshot: ClusterSnapshot, alerting: bool) -> bool:
-    """An open episode ends when its workload is gone, or its alerts ended before a
-    reclaim. A reclaimed workload's episode lasts until it is restored."""
-    if _read_error(snapshot, ref) is not None:
-        return False  # unknown: keep it
-    ws = snapshot.workloads.get(ref)
-    if ws is None:
-        return True  # deleted
-    return not alerting and Annotations.RECLAIMED_AT not in ws.annotations
-
-
-def _restarted_by_hand(ws: WorkloadState) -> str | None:
-    """A reclaimed workload someone started again by hand: clear our marks (a restore
-    that leaves its replicas alone), so the ladder can start over after a warm-up."""
-    if ws.action in (ActionKind.SCALE, ActionKind.SCALE_SUBRESOURCE) and ws.replicas:
-        return f"scaled to {ws.replicas} by hand since the reclaim"
-    if ws.action is ActionKind.SUSPEND and not ws.suspended:
-        return "unsuspended by hand since the reclaim"
-    if ws.action is ActionKind.NOTEBOOK and not ws.suspended:
-        return "notebook started by hand since the reclaim"
-    return None
