@@ -86,6 +86,7 @@ def test_restore_and_status_commands(
     assert "no served kind matches 'widget'" in capsys.readouterr().err
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 def test_kubectl_sees_and_undoes_a_reclaim(
     kube: FakeKubeAPI, reader: KubeReader, executor: Executor, tmp_path: Path
