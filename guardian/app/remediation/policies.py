@@ -8,7 +8,7 @@ from pathlib import Path
 
 from guardian.engine.planner import find_overlaps
 from guardian.model.errors import ConfigError, ConfigErrors
-from guardian.model.policies import ReclaimPolicy
+from guardian.model.policies import Mode, ReclaimPolicy
 from guardian.model.policies_load import check_unique, parse_policies
 
 
@@ -63,6 +63,12 @@ def check_report(patterns: Sequence[str]) -> tuple[int, list[str], list[str]]:
     policies = load_policies(patterns)
     lines = [describe(p) for p in sorted(policies, key=lambda p: p.name)]
     problems: list[str] = []
+    lines += [
+        f"note: {p.name} enforces on every alert with {p.spec.alerts.match_labels} "
+        "(GpuMemoryUnderutilized too); list alerts.names to act on idleness only"
+        for p in policies
+        if p.spec.mode is Mode.ENFORCE and not p.spec.alerts.names and p.spec.ladder.reclaim
+    ]
     for overlap in find_overlaps(policies):
         text = (
             f"overlap: {overlap.winner.name} and {overlap.loser.name} can both match "
