@@ -259,7 +259,7 @@ class RemediationLoop:
                     )
                 return
             action = current
-            if action.step is LadderStep.NOTIFY:
+            if action.step is not LadderStep.RESTORE:  # idempotent: the first step opens it
                 first = min(
                     (a.active_at for a in alerts if a.labels == action.alert_labels), default=now
                 )
