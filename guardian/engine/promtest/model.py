@@ -1,0 +1,306 @@
+"""A promtool rule unit-test file (``promtool test rules``, Prometheus 2.42), validated.
+
+Unknown fields are errors (promtool decodes strictly); every finding names the file, the
+line and the field. Series notation is expanded here, so a bad ``values`` string is
+reported at load.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from guardian.engine.promtest.notation import (
+    STALE,
+    NotationError,
+    Point,
+    parse_metric,
+    parse_values,
+)
+from guardian.model.durations import parse_duration_ms
+from guardian.model.errors import ConfigError, ConfigErrors
+from guardian.model.yamldoc import Path, YamlDocument, parse_yaml
+
+DEFAULT_EVALUATION_INTERVAL_MS = 60_000
+
+
+@dataclass(frozen=True)
+class InputSeries:
+    labels: Mapping[str, str]
+    points: tuple[Point, ...]
+    line: int = 0
+
+    @property
+    def has_stale(self) -> bool:
+        return any(p is STALE for p in self.points)
+
+
+@dataclass(frozen=True)
+class ExpectedAlert:
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class AlertTestCase:
+    eval_time_ms: int
+    alertname: str
+    exp_alerts: tuple[ExpectedAlert, ...]
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class ExpectedSample:
+    labels: str  # as written: parsed at comparison time, where promtool reports errors
+    value: float
+
+
+@dataclass(frozen=True)
+class PromqlTestCase:
+    expr: str
+    eval_time_ms: int
+    exp_samples: tuple[ExpectedSample, ...]
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class TestGroup:
+    name: str
+    interval_ms: int
+    input_series: tuple[InputSeries, ...]
+    alert_tests: tuple[AlertTestCase, ...]
+    promql_tests: tuple[PromqlTestCase, ...]
+    external_labels: Mapping[str, str] = field(default_factory=dict)
+    external_url: str = ""
+    line: int = 0
+
+    @property
+    def max_eval_time_ms(self) -> int:
+        times = [t.eval_time_ms for t in self.alert_tests]
+        times += [t.eval_time_ms for t in self.promql_tests]
+        return max(times, default=0)
+
+    @property
+    def uses_stale(self) -> bool:
+        return any(s.has_stale for s in self.input_series)
+
+
+@dataclass(frozen=True)
+class UnitTestFile:
+    path: str
+    rule_files: tuple[str, ...]
+    evaluation_interval_ms: int
+    group_eval_order: tuple[str, ...]
+    tests: tuple[TestGroup, ...]
+
+
+class _Reader:
+    def __init__(self, doc: YamlDocument) -> None:
+        self.doc = doc
+        self.errors: list[ConfigError] = []
+
+    def fail(self, message: str, path: Path) -> None:
+        self.errors.append(self.doc.error(message, path))
+
+    def mapping(self, value: Any, path: Path, allowed: set[str], what: str) -> dict[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.fail(f"{what} must be a mapping", path)
+            return {}
+        for key in value:
+            if key not in allowed:
+                self.fail(f"field {key} not found in {what}", (*path, key))
+        return value
+
+    def items(self, value: Any, path: Path) -> list[Any]:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.fail("must be a list", path)
+            return []
+        return value
+
+    def text(self, value: Any, path: Path, *, required: bool = False) -> str:
+        if value is None:
+            if required:
+                self.fail("field is required", path)
+            return ""
+        if isinstance(value, (dict, list)):
+            self.fail("must be a string", path)
+            return ""
+        return str(value).lower() if isinstance(value, bool) else str(value)
+
+    def duration_ms(self, value: Any, path: Path, default: int | None = None) -> int:
+        if value is None:
+            if default is None:
+                self.fail("field is required", path)
+                return 0
+            return default
+        if value == 0 and not isinstance(value, bool):
+            return 0
+        try:
+            return parse_duration_ms(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), path)
+            return 0
+
+    def string_map(self, value: Any, path: Path) -> dict[str, str]:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.fail("must be a mapping of names to strings", path)
+            return {}
+        return {str(k): self.text(v, (*path, k)) for k, v in value.items()}
+
+    def line(self, path: Path) -> int:
+        return self.doc.line(path) or 0
+
+
+def _series(reader: _Reader, raw: Any, path: Path) -> InputSeries | None:
+    data = reader.mapping(raw, path, {"series", "values"}, "series")
+    text = reader.text(data.get("series"), (*path, "series"), required=True)
+    try:
+        # An empty label value is the same as no label in the database.
+        labels = {k: v for k, v in parse_metric(text).items() if v} if text else {}
+        points = tuple(parse_values(reader.text(data.get("values"), (*path, "values"))))
+    except NotationError as exc:
+        reader.fail(str(exc), path)
+        return None
+    return InputSeries(labels, points, reader.line(path)) if text else None
+
+
+def _alert_test(reader: _Reader, raw: Any, path: Path) -> AlertTestCase:
+    data = reader.mapping(raw, path, {"eval_time", "alertname", "exp_alerts"}, "alertTestCase")
+    expected: list[ExpectedAlert] = []
+    for i, item in enumerate(reader.items(data.get("exp_alerts"), (*path, "exp_alerts"))):
+        item_path = (*path, "exp_alerts", i)
+        alert = reader.mapping(item, item_path, {"exp_labels", "exp_annotations"}, "alert")
+        expected.append(
+            ExpectedAlert(
+                reader.string_map(alert.get("exp_labels"), (*item_path, "exp_labels")),
+                reader.string_map(alert.get("exp_annotations"), (*item_path, "exp_annotations")),
+            )
+        )
+    return AlertTestCase(
+        eval_time_ms=reader.duration_ms(data.get("eval_time"), (*path, "eval_time"), 0),
+        alertname=reader.text(data.get("alertname"), (*path, "alertname"), required=True),
+        exp_alerts=tuple(expected),
+        line=reader.line(path),
+    )
+
+
+def _sample_value(reader: _Reader, value: Any, path: Path) -> float:
+    if isinstance(value, bool) or value is None:
+        reader.fail("value must be a number", path)
+        return 0.0
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        reader.fail(f"value must be a number, got {value!r}", path)
+        return 0.0
+
+
+def _promql_test(reader: _Reader, raw: Any, path: Path) -> PromqlTestCase:
+    data = reader.mapping(raw, path, {"expr", "eval_time", "exp_samples"}, "promqlTestCase")
+    samples: list[ExpectedSample] = []
+    for i, item in enumerate(reader.items(data.get("exp_samples"), (*path, "exp_samples"))):
+        item_path = (*path, "exp_samples", i)
+        sample = reader.mapping(item, item_path, {"labels", "value"}, "sample")
+        samples.append(
+            ExpectedSample(
+                reader.text(sample.get("labels"), (*item_path, "labels")),
+                _sample_value(reader, sample.get("value"), (*item_path, "value")),
+            )
+        )
+    return PromqlTestCase(
+        expr=reader.text(data.get("expr"), (*path, "expr"), required=True),
+        eval_time_ms=reader.duration_ms(data.get("eval_time"), (*path, "eval_time"), 0),
+        exp_samples=tuple(samples),
+        line=reader.line(path),
+    )
+
+
+_GROUP_FIELDS = {
+    "name",
+    "interval",
+    "input_series",
+    "alert_rule_test",
+    "promql_expr_test",
+    "external_labels",
+    "external_url",
+}
+
+
+def _group(reader: _Reader, raw: Any, path: Path, default_interval_ms: int) -> TestGroup:
+    data = reader.mapping(raw, path, _GROUP_FIELDS, "testGroup")
+    interval = reader.duration_ms(data.get("interval"), (*path, "interval"), default_interval_ms)
+    if interval <= 0:
+        reader.fail("interval must be greater than 0", (*path, "interval"))
+    series = [
+        _series(reader, item, (*path, "input_series", i))
+        for i, item in enumerate(reader.items(data.get("input_series"), (*path, "input_series")))
+    ]
+    alert_path = (*path, "alert_rule_test")
+    promql_path = (*path, "promql_expr_test")
+    return TestGroup(
+        name=reader.text(data.get("name"), (*path, "name")),
+        interval_ms=interval,
+        input_series=tuple(s for s in series if s is not None),
+        alert_tests=tuple(
+            _alert_test(reader, item, (*alert_path, i))
+            for i, item in enumerate(reader.items(data.get("alert_rule_test"), alert_path))
+        ),
+        promql_tests=tuple(
+            _promql_test(reader, item, (*promql_path, i))
+            for i, item in enumerate(reader.items(data.get("promql_expr_test"), promql_path))
+        ),
+        external_labels=reader.string_map(data.get("external_labels"), (*path, "external_labels")),
+        external_url=reader.text(data.get("external_url"), (*path, "external_url")),
+        line=reader.line(path),
+    )
+
+
+def parse_test_file(text: str, source: str) -> UnitTestFile:
+    """Validate a promtool test file. Raises ConfigErrors with every finding."""
+    try:
+        doc = parse_yaml(text, source)
+    except ConfigError as exc:
+        raise ConfigErrors([exc]) from exc
+    reader = _Reader(doc)
+    top = reader.mapping(
+        doc.data,
+        (),
+        {"rule_files", "evaluation_interval", "group_eval_order", "tests"},
+        "unitTestFile",
+    )
+    interval = reader.duration_ms(
+        top.get("evaluation_interval"), ("evaluation_interval",), DEFAULT_EVALUATION_INTERVAL_MS
+    )
+    if interval <= 0:
+        reader.fail("evaluation_interval must be greater than 0", ("evaluation_interval",))
+        interval = DEFAULT_EVALUATION_INTERVAL_MS
+    rule_files = [
+        reader.text(f, ("rule_files", i), required=True)
+        for i, f in enumerate(reader.items(top.get("rule_files"), ("rule_files",)))
+    ]
+    order = [
+        reader.text(g, ("group_eval_order", i), required=True)
+        for i, g in enumerate(reader.items(top.get("group_eval_order"), ("group_eval_order",)))
+    ]
+    if len(set(order)) != len(order):
+        repeated = sorted({g for g in order if order.count(g) > 1})
+        reader.fail(
+            f"group name repeated in evaluation order: {', '.join(repeated)}",
+            ("group_eval_order",),
+        )
+    # promtool 2.42 requires `interval`; later versions default it to evaluation_interval,
+    # which is what an omitted interval means here.
+    tests = tuple(
+        _group(reader, item, ("tests", i), interval)
+        for i, item in enumerate(reader.items(top.get("tests"), ("tests",)))
+    )
+    if reader.errors:
+        raise ConfigErrors(reader.errors)
+    return UnitTestFile(source, tuple(rule_files), interval, tuple(order), tests)
