@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from guardian.engine.promtest.notation import (
     STALE,
     NotationError,
@@ -95,9 +97,27 @@ class UnitTestFile:
     tests: tuple[TestGroup, ...]
 
 
+def _plain_scalars(node: yaml.Node | None, path: Path, out: dict[Path, str]) -> dict[Path, str]:
+    """The source text of every unquoted scalar, by path.
+
+    promtool's YAML decoder gives a string field the scalar's text, while YAML 1.1
+    resolution would turn ``values: 0x70`` into the integer 112 and ``yes`` into True.
+    """
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            _plain_scalars(value, (*path, str(key.value)), out)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _plain_scalars(item, (*path, index), out)
+    elif isinstance(node, yaml.ScalarNode) and node.style is None:
+        out[path] = node.value
+    return out
+
+
 class _Reader:
-    def __init__(self, doc: YamlDocument) -> None:
+    def __init__(self, doc: YamlDocument, raw: dict[Path, str]) -> None:
         self.doc = doc
+        self.raw = raw
         self.errors: list[ConfigError] = []
 
     def fail(self, message: str, path: Path) -> None:
@@ -130,7 +150,7 @@ class _Reader:
         if isinstance(value, (dict, list)):
             self.fail("must be a string", path)
             return ""
-        return str(value).lower() if isinstance(value, bool) else str(value)
+        return self.raw.get(path, str(value))
 
     def duration_ms(self, value: Any, path: Path, default: int | None = None) -> int:
         if value is None:
@@ -268,7 +288,7 @@ def parse_test_file(text: str, source: str) -> UnitTestFile:
         doc = parse_yaml(text, source)
     except ConfigError as exc:
         raise ConfigErrors([exc]) from exc
-    reader = _Reader(doc)
+    reader = _Reader(doc, _plain_scalars(yaml.compose(text, Loader=yaml.SafeLoader), (), {}))
     top = reader.mapping(
         doc.data,
         (),
