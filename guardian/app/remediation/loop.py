@@ -102,7 +102,7 @@ class RemediationLoop:
                 return None
             self.last_cycle = now
             self.metrics.cycles.inc()
-            alerts = list(self.alerts())
+            alerts = self._relevant(self.alerts())
             snapshot = self._snapshot(alerts, now)
             self._reconcile(snapshot, now)
             result = self._plan(alerts, snapshot, now)
@@ -119,6 +119,15 @@ class RemediationLoop:
             return result
 
     # ---------------------------------------------------------------- planning
+    def _relevant(self, alerts: Iterable[FiringAlert]) -> list[FiringAlert]:
+        """Pipeline alerts, and the alerts some policy acts on: no cluster reads for others."""
+        return [
+            a
+            for a in alerts
+            if a.labels.get("guardian_class") == "pipeline"
+            or any(p.spec.alerts.matches(a.labels.to_dict()) for p in self.policies)
+        ]
+
     def _snapshot(self, alerts: Sequence[FiringAlert], now: float) -> ClusterSnapshot:
         pods = [
             (a.labels["namespace"], a.labels["pod"])
@@ -201,7 +210,7 @@ class RemediationLoop:
                 namespaces.pop(name, None)
             else:
                 namespaces[name] = found
-        alerts = list(self.alerts())  # the engine's alerts now, not at the cycle's start
+        alerts = self._relevant(self.alerts())  # the engine's alerts now, not at cycle start
         mine = [
             a
             for a in alerts
