@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test demo lint typecheck imports pytest prometheus install clean
+.PHONY: test demo lint typecheck imports pytest prometheus kubectl install clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,9 @@ install: $(STAMP)
 prometheus:
 	scripts/ensure-prometheus
 
+kubectl: $(STAMP)
+	VENV=$(VENV) PYTHON=$(PYTHON) scripts/ensure-kubectl
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -28,7 +31,7 @@ typecheck: $(STAMP)
 imports: $(STAMP)
 	$(BIN)/lint-imports
 
-pytest: $(STAMP) prometheus
+pytest: $(STAMP) prometheus kubectl
 	$(BIN)/pytest
 
 # Everything CI checks: lint, format, types, layering, then the test suite.
