@@ -10,6 +10,7 @@ from guardian.cli import (
     policies_cmd,
     restore_cmd,
     rules_check_cmd,
+    rules_render_cmd,
     rules_test_cmd,
     status_cmd,
 )
@@ -40,7 +41,7 @@ def _register_rules(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     rules = subparsers.add_parser("rules", help="check, render and unit-test rule files")
     rules_sub = rules.add_subparsers(dest="rules_command", metavar="RULES_COMMAND", required=True)
     rules_check_cmd.register(rules_sub)
-    _placeholder(rules_sub, "render", "render rule files as PrometheusRule or a rule file", 6)
+    rules_render_cmd.register(rules_sub)
     rules_test_cmd.register(rules_sub)
 
 

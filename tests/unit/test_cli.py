@@ -34,7 +34,6 @@ def test_python_dash_m_guardian() -> None:
     ("argv", "message"),
     [
         (["demo"], "guardian demo: not implemented yet (tracked in issue #9)"),
-        (["rules", "render"], "guardian rules render: not implemented yet (tracked in issue #6)"),
         (
             ["policies", "check"],
             "guardian policies check: not implemented yet (tracked in issue #7)",
