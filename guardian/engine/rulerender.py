@@ -156,7 +156,7 @@ def dump(data: Any) -> str:
         Dumper=_Dumper,
         sort_keys=False,
         allow_unicode=True,
-        width=100,
+        width=1_000_000,  # never fold a long line: expressions and templates stay as written
         default_flow_style=False,
     )
 
