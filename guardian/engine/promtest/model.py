@@ -98,20 +98,29 @@ class UnitTestFile:
 
 
 def _plain_scalars(node: yaml.Node | None, path: Path, out: dict[Path, str]) -> dict[Path, str]:
-    """The source text of every unquoted scalar, by path.
+    """The source text of every unquoted scalar (values, and mapping keys under
+    ``(*path, key, _KEY)``), by the path the parsed document uses.
 
     promtool's YAML decoder gives a string field the scalar's text, while YAML 1.1
-    resolution would turn ``values: 0x70`` into the integer 112 and ``yes`` into True.
+    resolution would turn ``values: 0x70`` into the integer 112 and ``on: yes`` into
+    ``True: True``.
     """
     if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            _plain_scalars(value, (*path, str(key.value)), out)
+        for key_node, value in node.value:
+            key = str(_SCALARS.construct_object(key_node))  # as yamldoc names the path
+            if isinstance(key_node, yaml.ScalarNode) and key_node.style is None:
+                out[(*path, key, _KEY)] = key_node.value
+            _plain_scalars(value, (*path, key), out)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             _plain_scalars(item, (*path, index), out)
     elif isinstance(node, yaml.ScalarNode) and node.style is None:
         out[path] = node.value
     return out
+
+
+_SCALARS = yaml.SafeLoader("")
+_KEY = "<key text>"
 
 
 class _Reader:
@@ -172,7 +181,11 @@ class _Reader:
         if not isinstance(value, dict):
             self.fail("must be a mapping of names to strings", path)
             return {}
-        return {str(k): self.text(v, (*path, k)) for k, v in value.items()}
+        # Keys keep their text too: `on: yes` is the label "on", not "True".
+        return {
+            self.raw.get((*path, k, _KEY), str(k)): self.text(v, (*path, k))
+            for k, v in value.items()
+        }
 
     def line(self, path: Path) -> int:
         return self.doc.line(path) or 0

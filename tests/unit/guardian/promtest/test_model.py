@@ -1,0 +1,99 @@
+"""Loading a promtool test file: strict fields, lines in errors, promtool's defaults."""
+
+from __future__ import annotations
+
+import pytest
+
+from guardian.engine.promtest.model import parse_test_file
+from guardian.engine.promtest.notation import STALE
+from guardian.model.errors import ConfigErrors
+
+FILE = """\
+rule_files: [rules/*.yaml]
+evaluation_interval: 30s
+group_eval_order: [b, a]
+tests:
+  - name: t1
+    interval: 1m
+    external_labels: {cluster: c1}
+    external_url: https://prom.example
+    input_series:
+      - series: m{id="a"}
+        values: 0x70
+      - series: n
+        values: 1 stale
+    alert_rule_test:
+      - eval_time: 5m
+        alertname: A
+        exp_alerts: &alerts
+          - exp_labels: {id: a, on: yes}
+            exp_annotations: {summary: x}
+      - eval_time: 6m
+        alertname: A
+        exp_alerts: *alerts
+    promql_expr_test:
+      - expr: m
+        eval_time: 1h30m
+        exp_samples:
+          - labels: m{id="a"}
+            value: 1e3
+  - input_series: []
+"""
+
+
+def test_a_full_file() -> None:
+    test = parse_test_file(FILE, "t.yaml")
+
+    assert test.rule_files == ("rules/*.yaml",)
+    assert test.evaluation_interval_ms == 30_000
+    assert test.group_eval_order == ("b", "a")
+    first, second = test.tests
+    assert first.name == "t1"
+    assert first.interval_ms == 60_000
+    assert first.external_labels == {"cluster": "c1"}
+    assert first.external_url == "https://prom.example"
+    # Unquoted scalars keep their text: YAML 1.1 would read 0x70 as 112 and yes as True.
+    assert first.input_series[0].points == (0.0,) * 71
+    assert first.input_series[0].labels == {"__name__": "m", "id": "a"}
+    assert first.input_series[1].points == (1.0, STALE)
+    assert first.uses_stale
+    assert first.alert_tests[0].exp_alerts[0].labels == {"id": "a", "on": "yes"}
+    assert first.alert_tests[1].exp_alerts == first.alert_tests[0].exp_alerts
+    assert first.promql_tests[0].eval_time_ms == 5_400_000
+    assert first.promql_tests[0].exp_samples[0].value == 1000.0
+    assert first.max_eval_time_ms == 5_400_000
+    # interval defaults to evaluation_interval; no eval times means only step 0.
+    assert second.interval_ms == 30_000
+    assert second.max_eval_time_ms == 0
+    assert not second.uses_stale
+
+
+@pytest.mark.parametrize(
+    ("text", "finding"),
+    [
+        ("tests:\n  - nme: x\n", "t.yaml:2: tests[0].nme: field nme not found in testGroup"),
+        ("evaluation_interval: 1.5m\n", "t.yaml:1: evaluation_interval: not a valid duration"),
+        (
+            "tests:\n  - input_series:\n      - series: m\n        values: 1 two\n",
+            "t.yaml:3: tests[0].input_series[0]: unexpected 'two'",
+        ),
+        (
+            "tests:\n  - alert_rule_test:\n      - eval_time: 1m\n",
+            "t.yaml:3: tests[0].alert_rule_test[0].alertname: field is required",
+        ),
+        (
+            (
+                "tests:\n  - promql_expr_test:\n      - expr: up\n        exp_samples:\n"
+                "          - value: abc\n"
+            ),
+            "t.yaml:5: tests[0].promql_expr_test[0].exp_samples[0].value: value must be a number",
+        ),
+        ("group_eval_order: [a, a]\n", "group name repeated in evaluation order: a"),
+        ("tests: [\n", "t.yaml:2: invalid YAML"),
+    ],
+)
+def test_findings_name_file_line_and_field(text: str, finding: str) -> None:
+    with pytest.raises(ConfigErrors) as info:
+        parse_test_file(text, "t.yaml")
+
+    assert finding in str(info.value)
