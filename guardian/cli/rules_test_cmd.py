@@ -31,7 +31,7 @@ def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
 
 
 def _report(result: FileResult) -> None:
-    print("Unit Testing: ", result.path)
+    print("Unit Testing: ", result.path, flush=True)
     for warning in result.warnings:
         print(warning, file=sys.stderr)
     if result.errors:
@@ -52,7 +52,7 @@ def _report(result: FileResult) -> None:
             print(message, file=sys.stderr)
     if result.ok:
         print("  SUCCESS")
-    print()
+    print(flush=True)
 
 
 def run_tests(args: argparse.Namespace) -> int:

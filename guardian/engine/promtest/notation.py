@@ -163,12 +163,15 @@ class _Scanner:
 def parse_metric(text: str) -> dict[str, str]:
     """A series description ``name{l="v", ...}`` (or ``{__name__="name", ...}``) as labels.
 
+    ``{}`` is the empty label set (a scalar's sample).
     Only ``=`` is allowed, as in ``parser.ParseMetric``. Empty values are kept (an
     expected sample with one never matches, as in promtool).
     """
     scanner = _Scanner(str(text))
     labels: dict[str, str] = {}
     scanner.skip_space()
+    if not scanner.peek():
+        raise NotationError("empty series description")
     if scanner.peek() != "{":
         labels["__name__"] = scanner.match(_NAME, "a metric name")
     scanner.skip_space()
@@ -191,6 +194,4 @@ def parse_metric(text: str) -> dict[str, str]:
     scanner.skip_space()
     if scanner.pos != len(scanner.text):
         raise NotationError(f"unexpected text after the series at position {scanner.pos}")
-    if not labels:
-        raise NotationError(f"no metric name or labels in {text!r}")
     return labels

@@ -79,7 +79,6 @@ def test_sample_comparison_and_message() -> None:
     assert compare_samples("n", case, [({"__name__": "m", "a": "1"}, 2.0)]) is None
     message = compare_samples("n", case, [])
     assert message == (
-        "    name: n,\n"
         '    expr: "m{a=\\"1\\"}", time: 1m30s,\n'
         '        exp: {__name__="m", a="1"} 2E+00\n'
         "        got: nil"

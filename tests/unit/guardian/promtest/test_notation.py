@@ -63,6 +63,7 @@ def test_metric_descriptions() -> None:
     escaped = parse_metric(r'm{a="q\"t\n", b=`raw\n`}')
     assert escaped == {"__name__": "m", "a": 'q"t\n', "b": "raw\\n"}
     assert parse_metric("m{a=''}") == {"__name__": "m", "a": ""}
+    assert parse_metric(" {} ") == {}
 
 
 @pytest.mark.parametrize("text", ["", 'm{a!="1"}', "m{a=1}", 'm{a="1"', 'm{a="1",a="2"}', "m x"])
