@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from types import FrameType
 
 from guardian.adapters.prometheus import PrometheusQuerier
+from guardian.app.controller import ControllerParts
 from guardian.app.http_api import EngineHTTPServer
 from guardian.app.scheduler import GroupScheduler
 from guardian.app.settings import Settings, load_settings
@@ -44,6 +45,10 @@ class EngineRunner:
         self.clock = clock
         self.settings: Settings = load_settings(config_path, self.env)
         self.parts: EngineParts = build_engine(self.settings)
+        self.controller = ControllerParts(
+            self.settings, self.parts.engine, env=self.env, clock=clock
+        )
+        self.exit_code = 0
         self._stop = threading.Event()
         self._reload = threading.Event()
         self.scheduler = GroupScheduler(self.parts.engine, clock=clock)
@@ -52,6 +57,11 @@ class EngineRunner:
 
     def request_stop(self, *_: object) -> None:
         self._stop.set()
+
+    def leadership_lost(self) -> None:
+        logger.error("lost the leader lease: stopping so that this replica cannot act")
+        self.exit_code = 1
+        self.request_stop()
 
     def request_reload(self, *_: object) -> None:
         self._reload.set()
@@ -103,6 +113,7 @@ class EngineRunner:
                     old_rw.close()
         engine.env = TemplateEnv(settings.external_labels, settings.external_url)
         engine.replace_groups(groups)
+        self.controller.reload(settings)
         self.scheduler.reschedule()
         self.settings = settings
         logger.info("reload: %s rule group(s) loaded", len(groups))
@@ -119,6 +130,7 @@ class EngineRunner:
         )
         self.http.start()
         logger.info("listening on %s:%s", *self.http.address)
+        self.controller.start(on_leadership_lost=self.leadership_lost)
         self.scheduler.start()
         try:
             while not self._stop.is_set():
@@ -127,8 +139,9 @@ class EngineRunner:
                     self.reload()
         finally:
             self.scheduler.shutdown(wait=True)
+            self.controller.close()
             self.http.stop()
             self.parts.querier.close()
             engine.close()
             logger.info("stopped")
-        return 0
+        return self.exit_code

@@ -25,6 +25,8 @@ from pydantic import (
     model_validator,
 )
 
+from guardian.app.notify.settings import SlackSettings
+from guardian.app.remediation.settings import RemediationSettings
 from guardian.model.durations import parse_duration
 from guardian.model.errors import ConfigError, ConfigErrors
 from guardian.model.labels import is_valid_label_name
@@ -122,6 +124,8 @@ class Settings(_Strict):
     listen_address: str = "127.0.0.1:9469"
     remote_write: RemoteWriteSettings | None = None
     restore: RestoreSettings = RestoreSettings()
+    remediation: RemediationSettings = RemediationSettings()
+    slack: SlackSettings | None = None  # None: no Slack notifications
 
     @field_validator("external_labels")
     @classmethod
@@ -212,6 +216,19 @@ def _resolve_paths(settings: Settings, base: Path) -> Settings:
             "state_path": _resolve(base, settings.state_path),
             "prometheus": client(settings.prometheus),
             "remote_write": client(settings.remote_write),
+            "remediation": settings.remediation.resolved(base),
+            "slack": _resolve_slack(settings.slack, base),
+        }
+    )
+
+
+def _resolve_slack(slack: SlackSettings | None, base: Path) -> SlackSettings | None:
+    if slack is None:
+        return None
+    return slack.model_copy(
+        update={
+            "token_file": _resolve(base, slack.token_file),
+            "webhook_url_file": _resolve(base, slack.webhook_url_file),
         }
     )
 

@@ -34,10 +34,6 @@ def test_python_dash_m_guardian() -> None:
     ("argv", "message"),
     [
         (["demo"], "guardian demo: not implemented yet (tracked in issue #9)"),
-        (
-            ["policies", "check"],
-            "guardian policies check: not implemented yet (tracked in issue #7)",
-        ),
     ],
 )
 def test_placeholders_exit_2_and_print_nothing_on_stdout(

@@ -1,0 +1,105 @@
+"""What `guardian run` adds around the rule engine: remediation and Slack notifications.
+
+Order inside one group evaluation:
+
+1. the engine commits its alert state; in the same transaction the Slack notifier
+   records the transitions in its outbox (so neither exists without the other);
+2. listeners run: the remediation loop plans and applies ladder steps (writing the
+   ledger), then the notifier reads the new ledger events and wakes its worker.
+
+With leader election on, only the leader notifies and acts; a replica that loses
+the lease stops the process (exit status 1) so that it cannot act on stale state.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Callable, Mapping
+
+from guardian.app.notify import SlackNotifier
+from guardian.app.remediation.build import (
+    RemediationParts,
+    build_remediation,
+    engine_alerts,
+    pipeline_group_names,
+)
+from guardian.app.remediation.metrics import RemediationMetrics
+from guardian.app.remediation.policies import load_policies
+from guardian.app.rule_engine import RuleEngine
+from guardian.app.settings import Settings
+from guardian.model.alerts import GroupEvaluation
+from guardian.model.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+
+class ControllerParts:
+    """Builds, wires and shuts down remediation and Slack for one engine."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        engine: RuleEngine,
+        *,
+        env: Mapping[str, str],
+        clock: Callable[[], float],
+    ) -> None:
+        self.remediation: RemediationParts | None = None
+        self.notifier: SlackNotifier | None = None
+        store = engine.store
+        if store is None:
+            return
+        if settings.remediation.enabled:
+            self.remediation = build_remediation(
+                settings.remediation,
+                db=store.db,
+                alerts=engine_alerts(engine),
+                pipeline_groups=pipeline_group_names(engine.groups),
+                metrics=RemediationMetrics(engine.metrics.registry),
+            )
+            engine.listeners.append(self.remediation.loop.on_evaluation)
+        if settings.slack is not None and settings.slack.enabled:
+            self.notifier = SlackNotifier.from_settings(
+                settings.slack, store.db, clock, env, registry=engine.metrics.registry
+            )
+            engine.transaction_hooks.append(self._record)
+            engine.listeners.append(self._after_evaluation)
+
+    def is_leader(self) -> bool:
+        elector = self.remediation.elector if self.remediation is not None else None
+        return elector is None or elector.is_leader()
+
+    def _record(self, conn: sqlite3.Connection, evaluation: GroupEvaluation) -> None:
+        if self.notifier is not None and self.is_leader():
+            self.notifier.record_transitions(conn, evaluation.transitions)
+
+    def _after_evaluation(self, _evaluation: GroupEvaluation) -> None:
+        if self.notifier is None or not self.is_leader():
+            return
+        if self.remediation is not None:
+            self.notifier.poll_remediation(self.remediation.ledger)
+        self.notifier.wake()
+
+    def start(self, on_leadership_lost: Callable[[], None]) -> None:
+        if self.remediation is not None:
+            self.remediation.start_leader_election(on_lost=on_leadership_lost)
+        if self.notifier is not None:
+            self.notifier.start()
+
+    def reload(self, settings: Settings) -> None:
+        """Pick up edited policy files; building new clients needs a restart."""
+        if self.remediation is None:
+            return
+        try:
+            policies = load_policies(settings.remediation.policy_files)
+        except ConfigError as exc:
+            logger.error("reload: keeping the running policies; the new ones are invalid:\n%s", exc)
+            return
+        self.remediation.loop.replace_policies(policies)
+
+    def close(self) -> None:
+        if self.notifier is not None:
+            self.notifier.stop()
+        if self.remediation is not None:
+            self.remediation.close()
