@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 from exporter.engine.utilization import (
     clamp_percent,
     integrate_busy,
+    sm_percent_by_pid,
     summarize_process_samples,
 )
 from exporter.engine.vgpu import VgpuRatios
 from exporter.model.attribution import NO_POD, CgroupIdentity
-from exporter.model.readings import DeviceReading, NodeReading, ProcessReading
+from exporter.model.readings import NodeReading, ProcessReading
 from exporter.model.snapshot import ExporterHealth, GpuSeries, PodGpuSeries, Snapshot
 
 PodKey = tuple[str, str, str]  # (device uuid, pod uid, container id)
@@ -25,6 +26,10 @@ class BuilderState:
     busy_seconds: Mapping[str, float] = field(default_factory=dict)
     last_sample_us: Mapping[str, int] = field(default_factory=dict)
     last_active: Mapping[PodKey, float] = field(default_factory=dict)
+    # Per device: the driver's per-process sampling period as learnt so far, and when the
+    # device was last read (the start of the next averaging window).
+    process_period_us: Mapping[str, int] = field(default_factory=dict)
+    read_at: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -46,11 +51,11 @@ def _unique_processes(processes: tuple[ProcessReading, ...]) -> list[ProcessRead
 
 
 def _device_pods(
-    device: DeviceReading,
     processes: list[ProcessReading],
     identities: Mapping[int, CgroupIdentity],
+    sm_by_pid: Mapping[int, float],
+    active: Mapping[int, int],
 ) -> tuple[dict[tuple[str, str], _PodAccumulator], int | None, int]:
-    mean_sm, active = summarize_process_samples(device.process_samples or ())
     pods: dict[tuple[str, str], _PodAccumulator] = {}
     unattributed_memory: int | None = 0
     unattributed = 0
@@ -70,7 +75,7 @@ def _device_pods(
             acc.memory += proc.used_memory_bytes
         else:
             acc.memory = None
-        acc.sm_percent += mean_sm.get(proc.pid, 0.0)
+        acc.sm_percent += sm_by_pid.get(proc.pid, 0.0)
         ts = active.get(proc.pid)
         if ts is not None and (acc.last_active_us is None or ts > acc.last_active_us):
             acc.last_active_us = ts
@@ -92,6 +97,8 @@ def build_snapshot(
     busy_state: dict[str, float] = {}
     sample_state: dict[str, int] = {}
     active_state: dict[PodKey, float] = {}
+    period_state: dict[str, int] = {}
+    read_at: dict[str, float] = {}
 
     for dev in reading.devices:
         busy: float | None = None
@@ -102,8 +109,19 @@ def build_snapshot(
             if last is not None:
                 sample_state[dev.uuid] = last
 
+        summary = summarize_process_samples(dev.process_samples or ())
+        known = state.process_period_us.get(dev.uuid)
+        period = summary.min_gap_us if known is None else min(known, summary.min_gap_us or known)
+        if period is not None:
+            period_state[dev.uuid] = period
+        previous = state.read_at.get(dev.uuid)
+        window = None if previous is None else (taken_at - previous) * 1e6
+        read_at[dev.uuid] = taken_at
+        sm_by_pid = sm_percent_by_pid(summary, period, window)
         processes = _unique_processes(dev.processes)
-        by_pod, unattributed_memory, unattributed = _device_pods(dev, processes, identities)
+        by_pod, unattributed_memory, unattributed = _device_pods(
+            processes, identities, sm_by_pid, summary.last_active_us
+        )
         gpus.append(
             GpuSeries(
                 index=dev.index,
@@ -162,4 +180,4 @@ def build_snapshot(
         pods=tuple(pods),
         health=health,
     )
-    return snapshot, BuilderState(busy_state, sample_state, active_state)
+    return snapshot, BuilderState(busy_state, sample_state, active_state, period_state, read_at)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import pairwise
 
 from exporter.model.readings import ProcessUtilSample, UtilSample
 
@@ -14,17 +16,24 @@ def clamp_percent(value: float) -> float:
     return 0.0 if value < 0 else 100.0 if value > 100 else value
 
 
-def summarize_process_samples(
-    samples: Iterable[ProcessUtilSample],
-) -> tuple[dict[int, float], dict[int, int]]:
-    """One pass: mean clamped SM percent per PID, and its newest non-zero sample time (µs).
+@dataclass(frozen=True, slots=True)
+class ProcessSummary:
+    """One cycle's per-process samples of one device, reduced in one pass."""
 
-    The same results as ``mean_sm_by_pid`` and ``last_active_us_by_pid``; this runs on every
-    sample of every cycle, so it is written for speed.
-    """
+    sums: dict[int, float]  # clamped SM percent, summed per PID
+    counts: dict[int, int]
+    last_active_us: dict[int, int]  # newest sample time with non-zero SM use, per PID
+    oldest_us: int | None
+    newest_us: int | None
+    min_gap_us: int | None  # smallest gap between distinct sample times: the sampling period
+
+
+def summarize_process_samples(samples: Iterable[ProcessUtilSample]) -> ProcessSummary:
+    """This runs on every sample of every cycle, so it is written for speed."""
     sums: dict[int, float] = {}
     counts: dict[int, int] = {}
     latest: dict[int, int] = {}
+    times: set[int] = set()
     for s in samples:
         value = s.sm_percent
         if value > 100.0:
@@ -32,34 +41,45 @@ def summarize_process_samples(
         elif not value > 0.0:  # negative or NaN
             value = 0.0
         pid = s.pid
+        ts = s.timestamp_us
+        times.add(ts)
         if pid in sums:
             sums[pid] += value
             counts[pid] += 1
         else:
             sums[pid] = value
             counts[pid] = 1
-        if value > 0.0 and s.timestamp_us > latest.get(pid, -1):
-            latest[pid] = s.timestamp_us
-    return {pid: total / counts[pid] for pid, total in sums.items()}, latest
+        if value > 0.0 and ts > latest.get(pid, -1):
+            latest[pid] = ts
+    ordered = sorted(times)
+    gaps = [b - a for a, b in pairwise(ordered)]
+    return ProcessSummary(
+        sums=sums,
+        counts=counts,
+        last_active_us=latest,
+        oldest_us=ordered[0] if ordered else None,
+        newest_us=ordered[-1] if ordered else None,
+        min_gap_us=min(gaps) if gaps else None,
+    )
 
 
-def mean_sm_by_pid(samples: Iterable[ProcessUtilSample]) -> dict[int, float]:
-    """Mean clamped SM percent per PID over the samples of one cycle."""
-    sums: dict[int, float] = {}
-    counts: dict[int, int] = {}
-    for s in samples:
-        sums[s.pid] = sums.get(s.pid, 0.0) + clamp_percent(s.sm_percent)
-        counts[s.pid] = counts.get(s.pid, 0) + 1
-    return {pid: sums[pid] / counts[pid] for pid in sums}
+def sm_percent_by_pid(
+    summary: ProcessSummary, period_us: int | None, window_us: float | None
+) -> dict[int, float]:
+    """Each PID's SM use averaged over time, 0-100.
 
-
-def last_active_us_by_pid(samples: Iterable[ProcessUtilSample]) -> dict[int, int]:
-    """The newest timestamp (µs) at which each PID had non-zero SM use."""
-    latest: dict[int, int] = {}
-    for s in samples:
-        if clamp_percent(s.sm_percent) > 0 and s.timestamp_us > latest.get(s.pid, -1):
-            latest[s.pid] = s.timestamp_us
-    return latest
+    The driver reports a process only in the sampling periods in which it used the GPU, so a
+    plain mean of its samples would read a process busy 1 period in 30 as fully busy. Each
+    sample stands for one sampling period; periods without a sample count as 0, over the
+    window since the previous collection. Until the period is known (one sample time seen so
+    far) the mean of the samples is the best estimate.
+    """
+    if period_us is None or summary.newest_us is None or summary.oldest_us is None:
+        return {pid: total / summary.counts[pid] for pid, total in summary.sums.items()}
+    if window_us is None:  # the first read returns the driver's whole buffer
+        window_us = summary.newest_us - summary.oldest_us + period_us
+    window_us = max(window_us, float(period_us))
+    return {pid: min(100.0, total * period_us / window_us) for pid, total in summary.sums.items()}
 
 
 def integrate_busy(

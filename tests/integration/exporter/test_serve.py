@@ -73,7 +73,9 @@ def test_nvml_backend_through_the_stub_library(
     assert value(got, "guardian_gpu_power_watts", uuid=GPU) == 75.5
     assert value(got, "guardian_gpu_energy_joules_total", uuid=GPU) == 123.456
     assert value(got, "guardian_pod_gpu_memory_used_bytes", pod_uid=POD_1006) == 1 << 30
-    assert value(got, "guardian_pod_gpu_sm_utilization_ratio", pod_uid=POD_1006) == 0.4
+    # The one sample is read by the first cycle only, so later ones read 0; its time stays.
+    assert value(got, "guardian_pod_gpu_sm_utilization_ratio", pod_uid=POD_1006) in (0.4, 0.0)
+    assert value(got, "guardian_pod_gpu_last_active_timestamp_seconds", pod_uid=POD_1006) == 1.7e9
     assert value(got, "guardian_gpu_unattributed_memory_used_bytes", uuid=GPU) == 512 << 20
     # The pod's process exits: its series go with the next collection.
     scenario.write_text(STUB.replace(f"proc {GPU} c 1006 1073741824\n", ""))

@@ -8,8 +8,7 @@ from exporter.engine.snapshot import BuilderState, build_snapshot
 from exporter.engine.utilization import (
     clamp_percent,
     integrate_busy,
-    last_active_us_by_pid,
-    mean_sm_by_pid,
+    sm_percent_by_pid,
     summarize_process_samples,
 )
 from exporter.engine.vgpu import VgpuRatios
@@ -40,35 +39,39 @@ def test_clamp_percent(raw: float, want: float) -> None:
     assert clamp_percent(raw) == want
 
 
-def test_mean_sm_aggregates_samples_per_pid_after_clamping() -> None:
+def test_summary_clamps_sums_and_finds_the_sampling_period() -> None:
     samples = [
-        ProcessUtilSample(1, 10, 40),
-        ProcessUtilSample(1, 20, 250),
-        ProcessUtilSample(2, 10, 10),
+        ProcessUtilSample(1, 1_000_000, 40),
+        ProcessUtilSample(1, 2_000_000, 250),
+        ProcessUtilSample(2, 2_000_000, float("nan")),
+        ProcessUtilSample(2, 4_000_000, -3),
+        ProcessUtilSample(3, 4_000_000, 10),
     ]
-    assert mean_sm_by_pid(samples) == {1: 70.0, 2: 10.0}
-
-
-def test_one_pass_summary_matches_the_two_simple_functions() -> None:
-    samples = [
-        ProcessUtilSample(pid % 7, ts, sm)
-        for pid, ts, sm in zip(
-            range(50), range(1000, 1050), [0, 5, 250, -3, float("nan"), 60] * 9, strict=False
-        )
-    ]
-    assert summarize_process_samples(samples) == (
-        mean_sm_by_pid(samples),
-        last_active_us_by_pid(samples),
+    summary = summarize_process_samples(samples)
+    assert summary.sums == {1: 140.0, 2: 0.0, 3: 10.0}
+    assert summary.counts == {1: 2, 2: 2, 3: 1}
+    assert summary.last_active_us == {1: 2_000_000, 3: 4_000_000}  # pid 2 was never active
+    assert (summary.oldest_us, summary.newest_us, summary.min_gap_us) == (
+        1_000_000,
+        4_000_000,
+        1_000_000,
     )
 
 
-def test_last_active_is_the_newest_non_zero_sample() -> None:
-    samples = [
-        ProcessUtilSample(1, 10, 40),
-        ProcessUtilSample(1, 30, 0),
-        ProcessUtilSample(1, 20, 5),
-    ]
-    assert last_active_us_by_pid(samples) == {1: 20}
+def test_until_the_period_is_known_the_mean_of_the_samples_is_used() -> None:
+    summary = summarize_process_samples([ProcessUtilSample(1, 5, 30), ProcessUtilSample(1, 5, 50)])
+    assert sm_percent_by_pid(summary, None, None) == {1: 40.0}
+
+
+def test_periods_without_a_sample_count_as_idle() -> None:
+    # A process busy in 1 of 5 one-second periods is 18 % busy, not 90 %.
+    summary = summarize_process_samples([ProcessUtilSample(1, 3_000_000, 90)])
+    assert sm_percent_by_pid(summary, 1_000_000, 5_000_000) == {1: pytest.approx(18.0)}
+    # The first read (no previous window) spans the samples it got.
+    summary = summarize_process_samples(
+        [ProcessUtilSample(1, t * 1_000_000, 50) for t in (1, 2, 4)]
+    )
+    assert sm_percent_by_pid(summary, 1_000_000, None) == {1: pytest.approx(37.5)}
 
 
 def test_busy_integral_weights_each_sample_by_its_period() -> None:
@@ -157,6 +160,22 @@ def test_a_pid_on_two_lists_counts_once() -> None:
     snap, _ = _build([dev], {1: POD_A})
     assert snap.pods[0].processes == 1
     assert snap.pods[0].memory_used_bytes == GiB
+
+
+def test_pod_utilization_is_averaged_over_the_time_since_the_last_read() -> None:
+    ids = {1: POD_A, 2: POD_B}
+    procs = (ProcessReading(1, GiB), ProcessReading(2, GiB))
+    _, state = build_snapshot(
+        NodeReading("550", (_device(processes=procs),)), ids, BuilderState(),
+        node="n1", ratios=VgpuRatios(), taken_at=95.0, health=HEALTH,
+    )  # fmt: skip
+    busy_once = (ProcessUtilSample(1, 98_000_000, 90),)
+    steady = tuple(ProcessUtilSample(2, t * 1_000_000, 10) for t in range(96, 101))
+    snap, state = _build([_device(processes=procs, process_samples=busy_once + steady)], ids, state)
+    by_pod = {p.pod_uid: p.sm_utilization_ratio for p in snap.pods}
+    assert by_pod[POD_A.pod_uid] == pytest.approx(0.18)  # 90 % for 1 s of the last 5 s
+    assert by_pod[POD_B.pod_uid] == pytest.approx(0.10)
+    assert state.process_period_us == {"GPU-1": 1_000_000}
 
 
 def test_no_process_samples_means_no_pod_utilization_series() -> None:
