@@ -61,7 +61,7 @@ def kustomize_build(kubectl: str, directory: Path) -> list[Obj]:
         [kubectl, "kustomize", str(directory)], capture_output=True, text=True, check=False
     )
     if result.returncode != 0:
-        pytest.fail(f"kubectl kustomize {directory.relative_to(REPO)} failed:\n{result.stderr}")
+        pytest.fail(f"kubectl kustomize {directory} failed:\n{result.stderr}")
     return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
 
 
