@@ -1,0 +1,129 @@
+"""The Dockerfile, checked by reading it (no Docker engine here): every path it copies
+exists and is not excluded by .dockerignore, it runs as a non-root numeric user, both
+entry points exist, the version is labelled, and the health check suits both."""
+
+from __future__ import annotations
+
+import fnmatch
+import shlex
+import tomllib
+import types
+from pathlib import Path
+
+import pytest
+import yaml
+
+from .dockerfile import REPO, Instruction, healthcheck_script, instructions, parse
+
+
+def _copy_sources(ins: Instruction) -> list[str]:
+    words = shlex.split(ins.args)
+    if any(w.startswith("--from") for w in words) or ins.heredoc is not None:
+        return []
+    paths = [w for w in words if not w.startswith("--")]
+    return paths[:-1]
+
+
+def test_every_copied_path_exists_and_reaches_the_build_context() -> None:
+    ignored = [
+        p.strip().rstrip("/")
+        for p in (REPO / ".dockerignore").read_text(encoding="utf-8").splitlines()
+        if p.strip() and not p.startswith("#")
+    ]
+    sources = [s for ins in instructions() if ins.keyword == "COPY" for s in _copy_sources(ins)]
+    assert {"guardian", "exporter", "pyproject.toml", "rules"} <= set(sources)
+    for source in sources:
+        assert (REPO / source).exists(), f"COPY {source}: no such path"
+        for pattern in ignored:
+            top = source.split("/")[0]
+            assert not fnmatch.fnmatch(source, pattern), f"{source} excluded by {pattern}"
+            assert not fnmatch.fnmatch(top, pattern), f"{source} excluded by {pattern}"
+
+
+def test_runs_as_a_numeric_non_root_user() -> None:
+    users = [ins.args for ins in instructions() if ins.keyword == "USER"]
+    assert users, "no USER: the image would run as root"
+    uid, _, gid = users[-1].partition(":")
+    assert uid.isdigit(), "a numeric UID, so runAsNonRoot can verify it"
+    assert int(uid) > 0
+    assert gid.isdigit()
+    assert int(gid) > 0
+    ds = yaml.safe_load((REPO / "manifests/base/controller/deployment.yaml").read_text())
+    assert ds["spec"]["template"]["spec"]["securityContext"]["runAsUser"] == int(uid)
+
+
+def test_both_entry_points_are_console_scripts() -> None:
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    entry = [ins for ins in instructions() if ins.keyword == "ENTRYPOINT"][-1]
+    assert yaml.safe_load(entry.args) == ["guardian"]
+    ds = yaml.safe_load((REPO / "manifests/base/exporter/daemonset.yaml").read_text())
+    exporter = ds["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert {"guardian", exporter[0]} <= set(scripts)
+
+
+def test_version_labels_come_from_build_args() -> None:
+    all_ins = instructions()
+    final = max(i for i, ins in enumerate(all_ins) if ins.keyword == "FROM")
+    stage = all_ins[final:]
+    args = {ins.args.split("=")[0] for ins in stage if ins.keyword == "ARG"}
+    labels = " ".join(ins.args for ins in stage if ins.keyword == "LABEL")
+    assert "VERSION" in args
+    assert 'org.opencontainers.image.version="${VERSION}"' in labels
+    assert "org.opencontainers.image.revision" in labels
+
+
+def test_healthcheck_runs_the_script_the_image_writes() -> None:
+    checks = [ins for ins in instructions() if ins.keyword == "HEALTHCHECK"]
+    assert len(checks) == 1
+    assert "/usr/local/bin/gpu-guardian-healthcheck" in checks[0].args
+    assert healthcheck_script().startswith("#!/opt/gpu-guardian/bin/python\n")
+
+
+def test_parser_reads_continuations_and_heredocs() -> None:
+    text = "FROM x\nRUN a \\\n  b\nCOPY <<EOF /f\nline\nEOF\nUSER 1:1\n"
+    parsed = [(i.keyword, i.args, i.heredoc) for i in parse(text)]
+    assert parsed == [
+        ("FROM", "x", None),
+        ("RUN", "a  b", None),
+        ("COPY", "<<EOF /f", "line\n"),
+        ("USER", "1:1", None),
+    ]
+
+
+def _healthcheck_module() -> types.ModuleType:
+    module = types.ModuleType("gpu_guardian_healthcheck")
+    exec(compile(healthcheck_script(), "gpu-guardian-healthcheck", "exec"), module.__dict__)  # noqa: S102
+    return module
+
+
+EXPORTER = ["/opt/gpu-guardian/bin/python", "/opt/gpu-guardian/bin/guardian-exporter", "serve"]
+CONTROLLER = ["/opt/gpu-guardian/bin/python", "/opt/gpu-guardian/bin/guardian"]
+TLS = {"GUARDIAN_EXPORTER_PORT": "9401", "GUARDIAN_EXPORTER_TLS_CERT_FILE": "/c"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "url"),
+    [
+        (EXPORTER, {}, "http://127.0.0.1:9400/healthz"),
+        ([*EXPORTER, "--port=9500"], {}, "http://127.0.0.1:9500/healthz"),
+        (EXPORTER, TLS, "https://127.0.0.1:9401/healthz"),
+        (
+            [*CONTROLLER, "--log-format=json", "run"],
+            {"GUARDIAN_LISTEN_ADDRESS": "0.0.0.0:9555"},
+            "http://127.0.0.1:9555/healthz",
+        ),
+        ([*CONTROLLER, "run"], {}, "http://127.0.0.1:9469/healthz"),
+        ([*CONTROLLER, "--help"], {}, None),
+    ],
+)
+def test_healthcheck_targets_the_process_it_finds(
+    argv: list[str], env: dict[str, str], url: str | None
+) -> None:
+    assert _healthcheck_module().target(argv, env) == url
+
+
+def test_healthcheck_reads_the_controller_listen_address_from_its_config(tmp_path: Path) -> None:
+    config = tmp_path / "guardian.yaml"
+    config.write_text("listen_address: 0.0.0.0:9470\n", encoding="utf-8")
+    argv = ["python", "/x/guardian", "run", "--config", str(config)]
+    assert _healthcheck_module().target(argv, {}) == "http://127.0.0.1:9470/healthz"
