@@ -1,0 +1,102 @@
+"""The Grafana dashboard: well-formed, wired to a Prometheus variable, and every query
+names only metrics that our exporter and controller export (or Prometheus makes)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from .dashboard import (
+    DASHBOARD,
+    PROMETHEUS_SERIES,
+    REPO,
+    dashboard,
+    exported_metrics,
+    metric_names,
+    panels,
+    queries,
+)
+
+# Exported by the exporter's Kubernetes enrichment (issue 4), which is being wired into
+# its renderer; the test runs in full as soon as the code defines them.
+PENDING = frozenset({"guardian_pod_gpu_allocated", "guardian_exporter_kube_up"})
+
+
+def test_dashboard_is_well_formed() -> None:
+    data = dashboard()
+    assert data["uid"] == "gpu-guardian"
+    assert data["title"]
+    assert isinstance(data["schemaVersion"], int)
+    ids = [p["id"] for p in panels(data)]
+    assert len(ids) == len(set(ids))
+    variables = {v["name"]: v for v in data["templating"]["list"]}
+    assert variables["datasource"]["type"] == "datasource"
+    assert variables["datasource"]["query"] == "prometheus"
+    assert float(variables["price_per_gpu_hour"]["query"]) > 0
+    for panel in panels(data):
+        if panel["type"] == "row":
+            continue
+        assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, panel["title"]
+        assert panel["targets"], panel["title"]
+        refs = [t["refId"] for t in panel["targets"]]
+        assert len(refs) == len(set(refs)), panel["title"]
+        for target in panel["targets"]:
+            assert target["expr"].count("(") == target["expr"].count(")"), panel["title"]
+        grid = panel["gridPos"]
+        assert grid["x"] + grid["w"] <= 24, panel["title"]
+
+
+def test_dashboard_covers_what_the_issue_asks_for() -> None:
+    data = dashboard()
+    exprs = " ".join(e for _, e in queries(data))
+    titles = " ".join(p["title"] for p in panels(data)).lower()
+    for needed in ("utilization by gpu_group", "memory used by gpu_group", "allocated vs used"):
+        assert needed in titles
+    assert "idle gpu-hours" in titles
+    assert "$price_per_gpu_hour" in exprs  # the chargeback cost
+    assert "guardian_class" in exprs  # active alerts of our rule packs
+    assert "guardian_remediation_steps_total" in exprs  # reclaim actions
+    for health in ("guardian_exporter_nvml_up", "guardian_exporter_kube_up"):
+        assert health in exprs
+    assert "guardian_exporter_last_success_timestamp_seconds" in exprs
+
+
+def test_every_query_names_only_metrics_we_export() -> None:
+    exported = exported_metrics()
+    assert "guardian_gpu_utilization_ratio" in exported  # the scan finds the renderer's table
+    assert "guardian_remediation_steps_total" in exported  # ... and prometheus_client metrics
+    unknown = {
+        (title, name)
+        for title, expr in queries(dashboard())
+        for name in metric_names(expr)
+        if name not in exported and name not in PROMETHEUS_SERIES
+    }
+    pending = {u for u in unknown if u[1] in PENDING}
+    assert not unknown - pending, (
+        f"queries name metrics nobody exports: {sorted(unknown - pending)}"
+    )
+    if pending:
+        pytest.xfail(f"not exported by the code yet: {sorted({n for _, n in pending})}")
+
+
+@pytest.mark.parametrize(
+    ("expr", "names"),
+    [
+        ('sum by (gpu_group) (rate(guardian_x_total{a="b(c)"}[5m]))', {"guardian_x_total"}),
+        ("a / on (node) group_left (gpu_group) b", {"a", "b"}),
+        ('count(ALERTS{alertstate="firing"}) or vector(0)', {"ALERTS"}),
+        ("max_over_time(foo[$__range:1m]) * $price_per_gpu_hour", {"foo"}),
+        ("time() - max by (node) (bar) > bool 5", {"bar"}),
+    ],
+)
+def test_metric_names_are_read_from_promql(expr: str, names: set[str]) -> None:
+    assert metric_names(expr) == names
+
+
+def test_dashboard_ships_as_a_sidecar_configmap() -> None:
+    kustomization = yaml.safe_load((DASHBOARD.parent / "kustomization.yaml").read_text())
+    (generator,) = kustomization["configMapGenerator"]
+    assert generator["files"] == [DASHBOARD.name]
+    assert generator["options"]["labels"] == {"grafana_dashboard": "1"}
+    base = yaml.safe_load((REPO / "manifests" / "base" / "kustomization.yaml").read_text())
+    assert "../grafana" in base["resources"]
