@@ -19,6 +19,7 @@ from guardian.app.remediation.settings import RemediationSettings
 from guardian.app.settings import ENV_PREFIX, Settings, parse_settings
 from guardian.app.wiring import read_rule_files
 from guardian.cli import build_parser as guardian_parser
+from guardian.model.grouping import sanitize_label_key
 from guardian.model.policies import Mode
 
 from .conftest import KUSTOMIZATIONS, Build, Obj
@@ -211,3 +212,10 @@ def test_exporter_command_line_and_environment_are_valid(builds: dict[str, Build
     assert settings.port == port["containerPort"]
     mounted = {m["mountPath"] for m in container["volumeMounts"]}
     assert str(settings.proc_root) in mounted
+    assert str(settings.pod_resources_socket.parent) in mounted
+    assert settings.kubernetes_enabled(env)
+    # dcgm-exporter mode derives gpu_group from the same pod label.
+    dcgm = builds["overlays/dcgm-exporter"].one("PodMonitor", "dcgm-exporter-gpu-group")
+    relabel = dcgm["spec"]["podMetricsEndpoints"][0]["metricRelabelings"][0]
+    assert relabel["sourceLabels"] == [sanitize_label_key(settings.group_label)]
+    assert relabel["targetLabel"] == "gpu_group"
