@@ -16,7 +16,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 
 import yaml
@@ -90,6 +90,7 @@ def prometheus_rule(pack: str, name: str) -> str:
     return _without_generated_header(out)
 
 
+@cache  # one run per format: the PodMonitors come from a single output
 def _dcgm_config(fmt: str) -> list[dict[str, object]]:
     out = _guardian(["dcgm-config", "--group-label", GROUP_LABEL, "--format", fmt])
     return [doc for doc in yaml.safe_load_all(out) if doc]
