@@ -16,6 +16,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from exporter.model.enrichment import Enrichment
 from exporter.model.snapshot import GpuSeries, PodGpuSeries, Snapshot
 
 GPU_LABELS = ["node", "gpu", "uuid"]
@@ -111,15 +112,52 @@ class SnapshotCollector(Collector):
                 if value is not None:
                     counter.add_metric(key, value)
             yield counter
-        pod_keys = [[node, p.gpu, p.uuid, p.pod_uid, p.container] for p in snap.pods]
+        extra = snap.enrichment
+        names = list(extra.label_names) if extra is not None else []
+        pod_keys = [
+            [
+                node, p.gpu, p.uuid, p.pod_uid, p.container,
+                # A pod the API does not know keeps its pod_uid series, unnamed.
+                *(extra.pod_labels.get(p.pod_uid, extra.unknown_pod) if extra is not None else ()),
+            ]
+            for p in snap.pods
+        ]  # fmt: skip
         for name, doc, get_pod in _POD_GAUGES:
-            gauge = GaugeMetricFamily(name, doc, labels=POD_LABELS)
+            gauge = GaugeMetricFamily(name, doc, labels=POD_LABELS + names)
             for key, p in zip(pod_keys, snap.pods, strict=True):
                 value = get_pod(p)
                 if value is not None:
                     gauge.add_metric(key, value)
             yield gauge
+        if extra is not None:
+            yield from _kubernetes(node, extra)
         yield from _health(snap)
+
+
+def _kubernetes(node: str, extra: Enrichment) -> Iterator[Metric]:
+    names = list(extra.label_names)
+    allocated = GaugeMetricFamily(
+        "guardian_pod_gpu_allocated",
+        'GPUs the kubelet allocated to the pod\'s container (1 per GPU; a count with uuid="" '
+        "when only pod limits are known), including pods that run no GPU process.",
+        labels=["node", "gpu", "uuid", "container", "resource", *names],
+    )
+    for a in extra.allocations:
+        allocated.add_metric([node, a.gpu, a.uuid, a.container, a.resource, *a.labels], a.value)
+    yield allocated
+    unallocated = GaugeMetricFamily(
+        "guardian_pod_gpu_unallocated_use",
+        "1: the pod's process uses a GPU that is not allocated to the pod.",
+        labels=POD_LABELS + names,
+    )
+    for u in extra.unallocated_use:
+        unallocated.add_metric([node, u.gpu, u.uuid, u.pod_uid, u.container, *u.labels], 1)
+    yield unallocated
+    yield GaugeMetricFamily(
+        "guardian_exporter_kube_up",
+        "1 if the Kubernetes API answered the exporter's last pod list or watch.",
+        value=int(bool(extra.kube_up)),
+    )
 
 
 def _health(snap: Snapshot) -> Iterator[Metric]:

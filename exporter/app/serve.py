@@ -5,13 +5,21 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+
+from exporter.adapters.kube_pods import PodWatcher
 from exporter.adapters.nvml import NvmlBackend
+from exporter.adapters.podresources import PodResourcesClient
 from exporter.adapters.procfs import ProcReader
 from exporter.adapters.users import load_users
 from exporter.adapters.vgpu_config import load_vgpu_ratios
 from exporter.app.collector import Collector, SnapshotStore
+from exporter.app.kube_enrich import KubeEnricher
 from exporter.app.render import RenderTimer
 from exporter.app.server import ExporterApp, HttpServer
 from exporter.app.settings import ExporterSettings
@@ -27,8 +35,9 @@ logger = logging.getLogger(__name__)
 class Exporter:
     """Everything `serve` runs. Building it validates every file; ConfigError on bad input."""
 
-    def __init__(self, settings: ExporterSettings) -> None:
+    def __init__(self, settings: ExporterSettings, env: Mapping[str, str] | None = None) -> None:
         self.settings = settings
+        self.enricher = _kube_enricher(settings) if settings.kubernetes_enabled(env or {}) else None
         ratios = (
             load_vgpu_ratios(settings.vgpu_config, settings.vgpu_ratio)
             if settings.vgpu_config is not None
@@ -66,6 +75,7 @@ class Exporter:
             timeout=settings.timeout,
             backoff_max=settings.nvml_backoff_max,
             render_timer=timer,
+            enricher=self.enricher,
         )
         app = ExporterApp(
             self.store,
@@ -82,6 +92,8 @@ class Exporter:
         )
 
     def start(self) -> None:
+        if self.enricher is not None:
+            self.enricher.start()
         self.server.start()
         self.collector.start()
         logger.info(
@@ -96,6 +108,36 @@ class Exporter:
     def stop(self) -> None:
         self.server.stop()
         self.collector.stop()
+        if self.enricher is not None:
+            self.enricher.stop()
+
+
+def _api_client(kubeconfig: Path | None) -> Any:
+    try:
+        if kubeconfig is not None:
+            return k8s_config.new_client_from_config(config_file=str(kubeconfig))
+        configuration = k8s_client.Configuration()
+        k8s_config.load_incluster_config(client_configuration=configuration)
+        return k8s_client.ApiClient(configuration)
+    except (k8s_config.ConfigException, OSError) as exc:
+        where = str(kubeconfig) if kubeconfig is not None else "in-cluster service account"
+        raise ConfigError(
+            f"cannot load Kubernetes credentials ({where}): {exc}", field="--kubeconfig"
+        ) from exc
+
+
+def _kube_enricher(settings: ExporterSettings) -> KubeEnricher:
+    api_client = _api_client(settings.kubeconfig)
+    api = k8s_client.CoreV1Api(api_client)
+    watcher = PodWatcher(api, settings.node_name, request_timeout=settings.kube_timeout)
+    kubelet = PodResourcesClient(settings.pod_resources_socket, timeout=settings.kube_timeout)
+    return KubeEnricher(
+        watcher,
+        kubelet,
+        settings.grouping(),
+        frozenset(settings.extra_gpu_resources),
+        on_close=api_client.close,
+    )
 
 
 def run(exporter: Exporter, stop: threading.Event) -> int:

@@ -10,9 +10,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from exporter.adapters.podresources import DEFAULT_SOCKET
 from exporter.model.errors import ConfigError
+from guardian.model.grouping import DEFAULT_GROUP, GroupingError, GroupingOptions
 
 ENV_PREFIX = "GUARDIAN_EXPORTER_"
 
@@ -35,12 +44,27 @@ SOURCES: dict[str, tuple[str, str]] = {
         "basic_auth_users_file",
         "max_requests",
         "nvml_backoff_max",
+        "kubernetes",
+        "kubeconfig",
+        "pod_resources_socket",
+        "group_label",
+        "group_label_allowlist",
+        "cluster_name",
+        "default_group",
+        "extra_gpu_resources",
+        "kube_timeout",
     )
 }
 # The Kubernetes downward API convention, as dcgm-exporter uses it.
 SOURCES["node_name"] = ("--node-name", "NODE_NAME")
 
 Positive = Annotated[float, Field(gt=0)]
+# GroupingOptions names the seed's options; map them back to our settings.
+_GROUPING_FIELDS = {
+    "groupLabel": "group_label",
+    "groupLabelAllowlistRegex": "group_label_allowlist",
+    "defaultGroup": "default_group",
+}
 
 
 class ExporterSettings(BaseModel):
@@ -63,6 +87,23 @@ class ExporterSettings(BaseModel):
     basic_auth_users_file: Path | None = None
     max_requests: Annotated[int, Field(ge=1)] = 10
     nvml_backoff_max: Positive = 60.0
+    # Kubernetes enrichment. "auto": on in a pod (KUBERNETES_SERVICE_HOST) or with a kubeconfig.
+    kubernetes: Literal["auto", "on", "off"] = "auto"
+    kubeconfig: Path | None = None  # None: the pod's service account
+    pod_resources_socket: Path = DEFAULT_SOCKET
+    group_label: str = "gpu-guardian.io/group"
+    group_label_allowlist: str = ""  # empty: only the group label, ^(<escaped key>)$
+    cluster_name: str = ""
+    default_group: str = DEFAULT_GROUP
+    extra_gpu_resources: tuple[str, ...] = ()  # e.g. nvidia.com/gpu.shared
+    kube_timeout: Positive = 10.0  # every Kubernetes and kubelet call
+
+    @field_validator("extra_gpu_resources", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> ExporterSettings:
@@ -70,7 +111,26 @@ class ExporterSettings(BaseModel):
             raise ValueError("scenario: the simulated backend needs --scenario FILE")
         if (self.tls_cert_file is None) != (self.tls_key_file is None):
             raise ValueError("tls_cert_file: TLS needs both --tls-cert-file and --tls-key-file")
+        try:
+            self.grouping()
+        except GroupingError as exc:
+            field, _, reason = str(exc).partition(": ")
+            name = _GROUPING_FIELDS.get(field, "group_label")
+            raise ValueError(f"{name}: {reason or exc}") from exc
         return self
+
+    def grouping(self) -> GroupingOptions:
+        return GroupingOptions(
+            group_label=self.group_label,
+            allowlist_regex=self.group_label_allowlist,
+            cluster_name=self.cluster_name,
+            default_group=self.default_group,
+        )
+
+    def kubernetes_enabled(self, env: Mapping[str, str]) -> bool:
+        if self.kubernetes == "auto":
+            return self.kubeconfig is not None or bool(env.get("KUBERNETES_SERVICE_HOST"))
+        return self.kubernetes == "on"
 
     @property
     def timeout(self) -> float:

@@ -39,6 +39,15 @@ _SERVE_FLAGS: tuple[tuple[str, type, str], ...] = (
     ("basic_auth_users_file", Path, "YAML file of basic_auth_users: {user: bcrypt hash}"),
     ("max_requests", int, "concurrent /metrics requests before answering 503 (default: 10)"),
     ("nvml_backoff_max", float, "longest wait between NVML re-initialisations (default: 60)"),
+    ("kubernetes", str, "pod names and labels from the API: auto, on or off (default: auto)"),
+    ("kubeconfig", Path, "kubeconfig file (default: the pod's service account)"),
+    ("pod_resources_socket", Path, "kubelet pod-resources socket (default: the kubelet's)"),
+    ("group_label", str, "pod label key whose value is gpu_group (default: gpu-guardian.io/group)"),
+    ("group_label_allowlist", str, "regex of raw pod label keys to export (default: group)"),
+    ("cluster_name", str, "adds a cluster label to pod series"),
+    ("default_group", str, "gpu_group of pods without the group label (default: unassigned)"),
+    ("extra_gpu_resources", str, "extra GPU resource names, comma-separated"),
+    ("kube_timeout", float, "seconds any Kubernetes or kubelet call may take (default: 10)"),
 )  # fmt: skip
 
 
@@ -88,7 +97,7 @@ def _serve(args: argparse.Namespace) -> int:
     flags: dict[str, Any] = {name: getattr(args, name) for name, _, _ in _SERVE_FLAGS}
     try:
         settings = settings_from(flags, os.environ, socket.gethostname())
-        exporter = Exporter(settings)  # validates every file before anything starts
+        exporter = Exporter(settings, os.environ)  # validates every file before anything starts
         stop = threading.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: stop.set())

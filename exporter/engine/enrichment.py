@@ -65,6 +65,7 @@ def enrich(data: EnrichmentInput, grouping: GroupingOptions, kube_up: bool) -> E
     return Enrichment(
         label_names=names,
         pod_labels=pod_labels,
+        unknown_pod=_row("", "", "", {}, cluster, keys),
         allocations=allocations,
         unallocated_use=tuple(_unallocated(data, pod_labels, by_name)) if data.identified else (),
         kube_up=kube_up,

@@ -42,6 +42,8 @@ class Enrichment:
     label_names: tuple[str, ...] = IDENTITY_LABELS
     # pod_uid -> values for label_names; pods the API does not know are absent.
     pod_labels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Values for a pod the API does not know: only node-wide labels such as cluster.
+    unknown_pod: tuple[str, ...] = ("", "", "")
     allocations: tuple[AllocationSeries, ...] = ()
     unallocated_use: tuple[UnallocatedUse, ...] = ()
     kube_up: bool | None = None  # None: Kubernetes enrichment is off

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from exporter.model.enrichment import Enrichment
 from exporter.model.readings import MigState
 
 STAGES = ("nvml", "attribution", "render")
@@ -69,9 +70,14 @@ class Snapshot:
     gpus: tuple[GpuSeries, ...]
     pods: tuple[PodGpuSeries, ...]
     health: ExporterHealth
+    # What Kubernetes adds (names, gpu_group, allocations); None when enrichment is off.
+    enrichment: Enrichment | None = None
 
     def with_health(self, health: ExporterHealth) -> Snapshot:
         return dataclasses.replace(self, health=health)
+
+    def with_enrichment(self, enrichment: Enrichment | None) -> Snapshot:
+        return dataclasses.replace(self, enrichment=enrichment)
 
 
 def empty_snapshot(node: str, health: ExporterHealth, taken_at: float) -> Snapshot:

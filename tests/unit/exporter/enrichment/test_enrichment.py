@@ -64,6 +64,8 @@ def test_cluster_label_comes_right_after_the_identity() -> None:
 
     assert result.label_names == ("namespace", "pod", "gpu_group", "cluster", "prjId")
     assert result.pod_labels["uid-nb"] == ("ml", "notebook-0", "unassigned", "prod", "")
+    # A pod the API does not know still gets the node-wide cluster label.
+    assert result.unknown_pod == ("", "", "", "prod", "")
 
 
 def test_every_allocation_is_a_series_even_without_a_process() -> None:
