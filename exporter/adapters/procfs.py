@@ -44,16 +44,6 @@ class ProcReader:
         finally:
             os.close(fd)
 
-    def instance(self, pid: int) -> tuple[int, int] | None:
-        """The /proc/<pid> directory's inode and change time: new for a reused PID."""
-        if not valid_pid(pid):
-            return None
-        try:
-            st = os.stat(f"{self._root}/{pid}")
-        except OSError:
-            return None
-        return st.st_ino, st.st_ctime_ns
-
     def pids(self) -> list[int]:
         """Every numeric directory under the root, sorted."""
         try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from typing import TypeVar
 
 from exporter.app.render import RenderedSnapshot, RenderTimer
@@ -28,6 +28,7 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 _PARSE_CACHE_MAX = 8192
+REFRESH_CYCLES = 12
 
 
 class CallTimeout(Exception):
@@ -117,7 +118,9 @@ class Collector:
         self._last_success: float | None = None
         self._last_good: Snapshot | None = None
         self._parsed: dict[str, CgroupIdentity] = {}
-        self._identities: dict[int, tuple[Hashable, CgroupIdentity]] = {}
+        self._identities: dict[int, CgroupIdentity] = {}
+        self._unread: set[int] = set()
+        self._cycle = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -209,31 +212,34 @@ class Collector:
         return enriched
 
     def _attribute(self, reading: NodeReading) -> dict[int, CgroupIdentity]:
+        """Each GPU process's pod.
+
+        A PID's pod is remembered while the PID stays on a GPU, and its cgroup file is read
+        again every REFRESH_CYCLES cycles (staggered by PID). A new process could only reuse
+        the PID after the kernel handed out every other PID, within one interval.
+        """
+        self._cycle += 1
         out: dict[int, CgroupIdentity] = {}
-        known: dict[int, tuple[Hashable, CgroupIdentity]] = {}
+        cache = self._identities
         for dev in reading.devices:
             for proc in dev.processes:
                 pid = proc.pid
                 if pid in out:
                     continue
-                instance = self._cgroups.instance(pid)
-                if instance is None:
-                    out[pid] = NO_POD  # gone already: its memory still counts, unattributed
-                    continue
-                cached = self._identities.get(pid)
-                if cached is not None and cached[0] == instance:
-                    ident = cached[1]
-                else:
+                ident = cache.get(pid)
+                if ident is None or (pid + self._cycle) % REFRESH_CYCLES == 0:
                     ident = self._identity(pid)
                 out[pid] = ident
-                known[pid] = (instance, ident)
-        self._identities = known  # PIDs that left the GPUs are forgotten
+        # Forget PIDs that left the GPUs, and those that could not be read (read again).
+        self._identities = {pid: i for pid, i in out.items() if pid not in self._unread}
+        self._unread.clear()
         return out
 
     def _identity(self, pid: int) -> CgroupIdentity:
         text = self._cgroups.read_cgroup(pid)
         if text is None:
-            return NO_POD
+            self._unread.add(pid)
+            return NO_POD  # gone already: its memory still counts, unattributed
         ident = self._parsed.get(text)
         if ident is None:
             if len(self._parsed) >= _PARSE_CACHE_MAX:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 from typing import Protocol
 
 from exporter.model.readings import NodeReading
@@ -28,11 +27,3 @@ class CgroupReader(Protocol):
     """Reads the cgroup file of a host PID; None when the process is gone or unreadable."""
 
     def read_cgroup(self, pid: int) -> str | None: ...
-
-    def instance(self, pid: int) -> Hashable | None:
-        """What tells this process apart from a later one with the same PID (None: gone).
-
-        A process's cgroup does not change once its container runs, so the collector reads
-        it again only when this value changes.
-        """
-        ...

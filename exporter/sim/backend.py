@@ -201,6 +201,3 @@ class ScenarioCgroups:
 
     def read_cgroup(self, pid: int) -> str | None:
         return self._text.get(pid)
-
-    def instance(self, pid: int) -> int | None:
-        return pid if pid in self._text else None

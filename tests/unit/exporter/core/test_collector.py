@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.app.collector import Collector, SnapshotStore
+from exporter.adapters.procfs import ProcReader
+from exporter.app.collector import REFRESH_CYCLES, Collector, SnapshotStore
 from exporter.engine.vgpu import VgpuRatios
 from exporter.model.errors import BackendUnavailable
 from exporter.model.readings import DeviceReading, NodeReading, ProcessReading
 from exporter.sim.backend import ScenarioCgroups, SimulatedBackend
+from exporter.sim.cgroups import write_proc_entry
 from exporter.sim.scenario import parse_scenario
 from tests.unit.exporter.core.conftest import FakeClock
 
@@ -214,3 +217,49 @@ def test_rendering_is_shared_per_snapshot_and_format(clock: FakeClock, accept: s
     again, _ = store.current.body(accept)
     assert first is again
     assert ("openmetrics" in ctype) == (accept is not None)
+
+
+class _Fixed(_FlakyBackend):
+    def __init__(self) -> None:
+        super().__init__()
+        self.pids: tuple[int, ...] = (4242,)
+
+    def read(self) -> NodeReading:
+        procs = tuple(ProcessReading(pid, 1) for pid in self.pids)
+        return NodeReading("1", (DeviceReading("0", GPU, "T4", processes=procs),))
+
+
+def test_attribution_is_cached_per_pid_and_refreshed(tmp_path: Path, clock: FakeClock) -> None:
+    other = "bbbbbbbb-0000-4000-8000-000000000002"
+    write_proc_entry(tmp_path, 4242, f"0::/kubepods/besteffort/pod{POD}/{'c' * 64}\n")
+    backend = _Fixed()
+    collector = Collector(
+        backend, ProcReader(tmp_path), SnapshotStore(),
+        node="n", ratios=VgpuRatios(), interval=5, timeout=1.0, backoff_max=60, clock=clock,
+    )  # fmt: skip
+
+    def pods() -> list[str]:
+        return [p.pod_uid for p in collector.run_cycle().pods]
+
+    assert pods() == [POD]
+    # The same PID in another pod: the old process exited and the PID was reused.
+    write_proc_entry(tmp_path, 4242, f"0::/kubepods/besteffort/pod{other}/{'d' * 64}\n")
+    seen = [pods() for _ in range(REFRESH_CYCLES)]
+    assert seen[-1] == [other]  # re-read within REFRESH_CYCLES cycles at the latest
+    # A PID that left the GPUs is forgotten and read afresh when it comes back.
+    backend.pids = ()
+    assert pods() == []
+    write_proc_entry(tmp_path, 4242, f"0::/kubepods/besteffort/pod{POD}/{'c' * 64}\n")
+    backend.pids = (4242,)
+    assert pods() == [POD]
+    # A process that exited before it could be read counts as unattributed, and is retried.
+    (tmp_path / "4242" / "cgroup").unlink()
+    backend.pids = (4242,)
+    for _ in range(REFRESH_CYCLES):
+        snap = collector.run_cycle()
+        if snap.gpus[0].unattributed_processes:
+            break
+    else:
+        pytest.fail("the vanished cgroup file was never read again")
+    write_proc_entry(tmp_path, 4242, f"0::/kubepods/besteffort/pod{other}/{'d' * 64}\n")
+    assert pods() == [other]
