@@ -6,6 +6,7 @@ import argparse
 
 from guardian.cli import (
     dcgm_cmd,
+    demo_cmd,
     engine_cmds,
     policies_cmd,
     restore_cmd,
@@ -26,7 +27,7 @@ def register_all(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     restore_cmd.register(subparsers)
     status_cmd.register(subparsers)
     dcgm_cmd.register(subparsers)
-    _placeholder(subparsers, "demo", "run the whole loop on a simulated fleet", 9)
+    demo_cmd.register(subparsers)
 
 
 def _placeholder(

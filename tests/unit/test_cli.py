@@ -1,4 +1,4 @@
-"""Both entry points start, show help, and say honestly what is not built yet."""
+"""Both entry points start and show help."""
 
 from __future__ import annotations
 
@@ -28,21 +28,6 @@ def test_python_dash_m_guardian() -> None:
     )
     assert result.returncode == 0
     assert "rules" in result.stdout
-
-
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["demo"], "guardian demo: not implemented yet (tracked in issue #9)"),
-    ],
-)
-def test_placeholders_exit_2_and_print_nothing_on_stdout(
-    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert guardian_main(argv) == 2
-    out, err = capsys.readouterr()
-    assert out == ""
-    assert message in err
 
 
 def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,69 @@
+"""``guardian demo``: run the whole loop on a simulated fleet, on built-in defaults."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from guardian.app.demo import DemoRequest, run_demo
+
+SubParsers = argparse._SubParsersAction
+
+
+def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
+    text = "run the whole loop on a simulated fleet (no cluster, GPU or Slack needed)"
+    parser = subparsers.add_parser(
+        "demo",
+        help=text,
+        description=text + ". Exits 1 if any expected outcome did not happen.",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=180.0, help="seconds for the whole demo (default: 180)"
+    )
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        help="keep configs, rules, state and logs here (default: a temp dir)",
+    )
+    parser.add_argument(
+        "--keep-workdir", action="store_true", help="do not remove the temporary directory"
+    )
+    parser.add_argument(
+        "--rules-dir", type=Path, help="rule pack to compress (default: the shipped rules/guardian)"
+    )
+    parser.add_argument(
+        "--time-factor",
+        type=int,
+        default=60,
+        help="divide every rule duration by this (default: 60, so 30m windows take 30s)",
+    )
+    parser.add_argument(
+        "--slack-token",
+        default=os.environ.get("SLACK_BOT_TOKEN"),
+        help="send to real Slack with this bot token (default: $SLACK_BOT_TOKEN)",
+    )
+    parser.add_argument("--slack-channel", help="real Slack channel ID (with --slack-token)")
+    parser.add_argument("--pid-file", type=Path, help="write the PIDs of started processes here")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.slack_token and not args.slack_channel:
+        print("guardian demo: real Slack needs --slack-channel", file=sys.stderr)
+        return 2
+    if args.time_factor < 1:
+        print("guardian demo: --time-factor must be >= 1", file=sys.stderr)
+        return 2
+    request = DemoRequest(
+        timeout=args.timeout,
+        workdir=args.workdir,
+        keep_workdir=args.keep_workdir,
+        rules_dir=args.rules_dir,
+        factor=args.time_factor,
+        slack_token=args.slack_token or None,
+        slack_channel=args.slack_channel,
+        pid_file=args.pid_file,
+    )
+    return run_demo(request, sys.stdout)
