@@ -118,7 +118,7 @@ SWEEP = Workload(
     "eval-sweep",
     "Deployment",
     "research-notebooks",
-    (Placement("eval-sweep-8d2f6-m4n7v", "node2", 1, Activity(3, 85, idle_from=12)),),
+    (Placement("eval-sweep-8d2f6-m4n7v", "node2", 1, Activity(3, 85, idle_from=20)),),
     "goes idle on node2, whose exporter dies: never reclaimed",
 )
 WORKLOADS = (TRAINING, NOTEBOOK, INFERENCE, UNLABELLED, SWEEP)

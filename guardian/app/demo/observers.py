@@ -70,12 +70,16 @@ class AlertObserver:
         self.states = {key: state for key, (_, state) in now.items()}
         return events
 
-    def ever(self, alertname: str, state: str = "firing", **match: str) -> list[dict[str, str]]:
+    def ever(
+        self, alertname: str, state: str = "firing", *, workload: str = "", **match: str
+    ) -> list[dict[str, str]]:
+        """Alerts seen in ``state`` with these labels; ``workload``: pods named after it."""
         return [
             labels
             for labels, s in self.seen
             if s == state
             and labels.get("alertname") == alertname
+            and labels.get("pod", "").startswith(workload)
             and all(labels.get(k) == v for k, v in match.items())
         ]
 

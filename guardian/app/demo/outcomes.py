@@ -56,7 +56,7 @@ def _parents(ev: Evidence, needle: str) -> list[Message]:
 def notebook_notified(ev: Evidence) -> Outcome:
     name = "idle notebook notified"
     notes = ev.ledger.find(NOTEBOOK.ref, "notify")
-    fired = ev.alerts.ever("GpuIdle", namespace=NOTEBOOK.namespace)
+    fired = ev.alerts.ever("GpuIdle", namespace=NOTEBOOK.namespace, workload=NOTEBOOK.name)
     ok = bool(notes) and bool(fired)
     return Outcome(name, ok, f"GpuIdle fired {len(fired)}x, notify steps applied: {len(notes)}")
 
@@ -91,14 +91,18 @@ def _untouched(ev: Evidence, ns: str, name: str, replicas: int) -> tuple[bool, s
 
 def training_untouched(ev: Evidence) -> Outcome:
     ok, detail = _untouched(ev, TRAINING.namespace, TRAINING.name, TRAINING.replicas)
-    idle = ev.alerts.ever("GpuIdle", state="pending", namespace=TRAINING.namespace)
+    idle = ev.alerts.ever(
+        "GpuIdle", state="pending", namespace=TRAINING.namespace, workload=TRAINING.name
+    )
     if idle:
         ok, detail = False, f"GpuIdle went pending for the busy training: {idle[0]}"
     return Outcome("busy training untouched", ok, detail)
 
 
 def inference_notify_only(ev: Evidence) -> Outcome:
-    fired = ev.alerts.ever("GpuMemoryUnderutilized", namespace=INFERENCE.namespace)
+    fired = ev.alerts.ever(
+        "GpuMemoryUnderutilized", namespace=INFERENCE.namespace, workload=INFERENCE.name
+    )
     ok, detail = _untouched(ev, INFERENCE.namespace, INFERENCE.name, INFERENCE.replicas)
     ok = ok and bool(fired)
     if not fired:

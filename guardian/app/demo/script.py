@@ -2,7 +2,8 @@
 
 1. wait for Prometheus's first scrape of both exporters;
 2. watch the idle notebook go through notify → annotate → grace → reclaim;
-3. once it is reclaimed (and the node2 sweep's idle alert fired), kill node2's exporter;
+3. once it is reclaimed and the node2 sweep's owner was notified (its reclaim now due a
+   grace period later), kill node2's exporter;
 4. once a pipeline alert fires for it, restore the notebook with ``guardian restore``;
 5. finish when the notebook runs again, the inference pod's memory alert has fired, and
    Slack has been quiet for a moment; or give up at the deadline.
@@ -33,7 +34,7 @@ logger = logging.getLogger(__name__)
 
 TICK_S = 0.5
 QUIET_S = 4.0  # Slack silent this long at the end: the outbox has drained
-SWEEP_WAIT_S = 20.0  # after the reclaim, how long the kill waits for the sweep's alert
+SWEEP_WAIT_S = 20.0  # after the reclaim, how long the kill waits for the sweep's notice
 
 
 class DemoAborted(Exception):
@@ -155,7 +156,9 @@ class DemoScript:
     def _maybe_kill(self) -> None:
         if self.evidence.killed or self._reclaimed_at is None:
             return
-        sweep_fired = bool(self.alerts.ever("GpuIdle", namespace=SWEEP.namespace))
+        sweep_fired = bool(
+            self.alerts.ever("GpuIdle", namespace=SWEEP.namespace, workload=SWEEP.name)
+        )
         waited = self.monotonic() - self._reclaimed_at
         if not sweep_fired and waited < SWEEP_WAIT_S:
             return
@@ -188,6 +191,8 @@ class DemoScript:
 
     def _finished(self) -> bool:
         replicas = self.kube.last.get((NOTEBOOK.namespace, NOTEBOOK.name), (0, {}))[0]
-        memory = self.alerts.ever("GpuMemoryUnderutilized", namespace=INFERENCE.namespace)
+        memory = self.alerts.ever(
+            "GpuMemoryUnderutilized", namespace=INFERENCE.namespace, workload=INFERENCE.name
+        )
         quiet = self.monotonic() - self._last_event >= QUIET_S
         return self._restored and replicas == NOTEBOOK.replicas and bool(memory) and quiet
