@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from exporter.sim.scenario import parse_scenario
 from guardian.app.demo.cluster import DemoCluster, deployment_state
@@ -114,7 +113,7 @@ def test_workloads_with_processes_are_never_scaled_by_the_demo() -> None:
         assert len(kube.objects("Pod", TRAINING.namespace)) == 2
 
 
-def test_seeded_objects_are_older_than_the_policy_warmup(tmp_path: Path) -> None:
+def test_seeded_objects_are_older_than_the_policy_warmup() -> None:
     with FakeKubeAPI.start() as kube:
         _cluster(kube)
         created = kube.get("Deployment", NOTEBOOK.name, NOTEBOOK.namespace)["metadata"][
