@@ -81,6 +81,9 @@ class ProcessGroup:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, **(env or {})},
+                # Own session: a terminal's Ctrl-C reaches only the demo, which then
+                # stops each child once, with SIGTERM.
+                start_new_session=True,
             )
         child = Child(name, process, log_path)
         self.children.append(child)
