@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from guardian.app.demo.fleet import (
     DOOMED_NODE,
@@ -44,7 +44,6 @@ class Evidence:
     unassigned_series: int = 0  # series with gpu_group="unassigned" for the unlabelled pod
     restore_output: str = ""
     killed: bool = False
-    extra: dict[str, str] = field(default_factory=dict)
 
 
 def _parents(ev: Evidence, needle: str) -> list[Message]:

@@ -17,7 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from guardian.app.demo import config as cfg
-from guardian.app.demo.fleet import DOOMED_NODE, INFERENCE, NODES, NOTEBOOK, SWEEP, UNLABELLED
+from guardian.app.demo.fleet import (
+    DOOMED_NODE,
+    INFERENCE,
+    NODES,
+    NOTEBOOK,
+    SWEEP,
+    TRAINING,
+    UNLABELLED,
+)
 from guardian.app.demo.observers import (
     AlertObserver,
     Event,
@@ -63,8 +71,8 @@ class DemoScript:
         self.kubeconfig = need(s.kubeconfig, "the fake API")
         self.alerts = AlertObserver(s.engine_url)
         self.ledger = LedgerObserver(s.workdir / "state.db")
-        deployments = [(w.namespace, w.name) for w in (NOTEBOOK, INFERENCE, SWEEP)]
-        self.kube = KubeObserver(self.cluster.kube, [("ml", "train-llm"), *deployments])
+        deployments = [(w.namespace, w.name) for w in (TRAINING, NOTEBOOK, INFERENCE, SWEEP)]
+        self.kube = KubeObserver(self.cluster.kube, deployments)
         if s.slack is not None:
             self.slack_obs = SlackObserver(s.slack, s.channel)
         self.evidence = Evidence(
