@@ -18,7 +18,7 @@ from exporter.app.attribute import attribute
 from exporter.app.serve import Exporter, run
 from exporter.app.settings import SOURCES, settings_from
 from exporter.model.errors import ConfigError
-from guardian.app.logs import LOG_FORMATS, configure_logging
+from guardian.app.logs import add_logging_arguments, configure_logging
 
 EXIT_USAGE = 2
 EXIT_CONFIG = 2
@@ -63,14 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="guardian-exporter",
         description="GPU Guardian node exporter: per-GPU and per-pod GPU metrics for Prometheus.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    parser.add_argument("--log-level", default="INFO", help="log level (default: %(default)s)")
-    parser.add_argument(
-        "--log-format",
-        choices=LOG_FORMATS,
-        default="text",
-        help="log format (default: %(default)s)",
-    )
+    add_logging_arguments(parser, _version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve_cmd = sub.add_parser(
         "serve",

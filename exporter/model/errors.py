@@ -1,39 +1,16 @@
 """Exception types. The type says whether retrying can help.
 
-The exporter keeps its own small hierarchy so that it never depends on the controller's packages.
+``ConfigError`` is the controller's: one type for "fix the file or flag" across both programs.
 """
 
 from __future__ import annotations
 
+from guardian.model.errors import ConfigError as ConfigError
+from guardian.model.errors import GuardianError
 
-class ExporterError(Exception):
+
+class ExporterError(GuardianError):
     """Base class for every error the exporter raises on purpose."""
-
-
-class ConfigError(ExporterError):
-    """Invalid configuration or scenario input. Retrying cannot help; fix the file or flag.
-
-    The message names the file, the line (when known) and the field.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        path: str | None = None,
-        line: int | None = None,
-        field: str | None = None,
-    ) -> None:
-        self.path = path
-        self.line = line
-        self.field = field
-        self.reason = message
-        where = ""
-        if path is not None:
-            where = path if line is None else f"{path}:{line}"
-        if field:
-            where = f"{where}: {field}" if where else field
-        super().__init__(f"{where}: {message}" if where else message)
 
 
 class BackendUnavailable(ExporterError):

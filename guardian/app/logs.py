@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import sys
@@ -23,6 +24,18 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
         return json.dumps(entry, ensure_ascii=False)
+
+
+def add_logging_arguments(parser: argparse.ArgumentParser, version: str) -> None:
+    """``--version``, ``--log-level`` and ``--log-format``, the same for both programs."""
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version}")
+    parser.add_argument("--log-level", default="INFO", help="log level (default: %(default)s)")
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="text",
+        help="log format (default: %(default)s)",
+    )
 
 
 def configure_logging(level: str = "INFO", fmt: str = "text", stream: TextIO | None = None) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from guardian.app.logs import LOG_FORMATS, configure_logging
+from guardian.app.logs import add_logging_arguments, configure_logging
 from guardian.cli import commands
 from guardian.cli._common import EXIT_USAGE, package_version
 
@@ -17,14 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
             "GPU Guardian: find idle and under-used GPUs in Kubernetes, alert, and reclaim them."
         ),
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
-    parser.add_argument("--log-level", default="INFO", help="log level (default: %(default)s)")
-    parser.add_argument(
-        "--log-format",
-        choices=LOG_FORMATS,
-        default="text",
-        help="log format (default: %(default)s)",
-    )
+    add_logging_arguments(parser, package_version())
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.register_all(subparsers)
     return parser

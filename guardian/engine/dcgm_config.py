@@ -250,43 +250,35 @@ def _operator_node_relabel() -> list[dict[str, Any]]:
     ]
 
 
+def _monitor(
+    request: DcgmConfigRequest, target: ScrapeTarget, kind: str, endpoints_key: str, port: str
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": kind,
+        "metadata": {
+            "name": f"{target.job}-gpu-group",
+            "namespace": target.namespace,
+            "labels": dict(MANAGED_BY),
+        },
+        "spec": {
+            "selector": {"matchLabels": dict(target.pod_labels)},
+            "namespaceSelector": {"matchNames": [target.namespace]},
+            endpoints_key: [_operator_endpoint(request, target, port)],
+        },
+    }
+
+
 def pod_monitors(request: DcgmConfigRequest) -> list[dict[str, Any]]:
     return [
-        {
-            "apiVersion": "monitoring.coreos.com/v1",
-            "kind": "PodMonitor",
-            "metadata": {
-                "name": f"{target.job}-gpu-group",
-                "namespace": target.namespace,
-                "labels": dict(MANAGED_BY),
-            },
-            "spec": {
-                "selector": {"matchLabels": dict(target.pod_labels)},
-                "namespaceSelector": {"matchNames": [target.namespace]},
-                "podMetricsEndpoints": [_operator_endpoint(request, target, target.pod_port)],
-            },
-        }
-        for target in request.targets
+        _monitor(request, t, "PodMonitor", "podMetricsEndpoints", t.pod_port)
+        for t in request.targets
     ]
 
 
 def service_monitors(request: DcgmConfigRequest) -> list[dict[str, Any]]:
     return [
-        {
-            "apiVersion": "monitoring.coreos.com/v1",
-            "kind": "ServiceMonitor",
-            "metadata": {
-                "name": f"{target.job}-gpu-group",
-                "namespace": target.namespace,
-                "labels": dict(MANAGED_BY),
-            },
-            "spec": {
-                "selector": {"matchLabels": dict(target.pod_labels)},
-                "namespaceSelector": {"matchNames": [target.namespace]},
-                "endpoints": [_operator_endpoint(request, target, target.service_port)],
-            },
-        }
-        for target in request.targets
+        _monitor(request, t, "ServiceMonitor", "endpoints", t.service_port) for t in request.targets
     ]
 
 
