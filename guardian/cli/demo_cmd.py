@@ -40,18 +40,25 @@ def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
         help="divide every rule duration by this (default: 60, so 30m windows take 30s)",
     )
     parser.add_argument(
-        "--slack-token",
-        default=os.environ.get("SLACK_BOT_TOKEN"),
-        help="send to real Slack with this bot token (default: $SLACK_BOT_TOKEN)",
+        "--slack-channel",
+        help="send to this real Slack channel (ID) instead of the fake workspace",
     )
-    parser.add_argument("--slack-channel", help="real Slack channel ID (with --slack-token)")
+    parser.add_argument(
+        "--slack-token",
+        help="bot token for --slack-channel (default: $SLACK_BOT_TOKEN)",
+    )
     parser.add_argument("--pid-file", type=Path, help="write the PIDs of started processes here")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.slack_token and not args.slack_channel:
-        print("guardian demo: real Slack needs --slack-channel", file=sys.stderr)
+    token = args.slack_token or (os.environ.get("SLACK_BOT_TOKEN") if args.slack_channel else None)
+    if bool(token) != bool(args.slack_channel):
+        print(
+            "guardian demo: real Slack needs both --slack-channel and a token "
+            "(--slack-token or $SLACK_BOT_TOKEN)",
+            file=sys.stderr,
+        )
         return 2
     if args.time_factor < 1:
         print("guardian demo: --time-factor must be >= 1", file=sys.stderr)
@@ -62,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         keep_workdir=args.keep_workdir,
         rules_dir=args.rules_dir,
         factor=args.time_factor,
-        slack_token=args.slack_token or None,
+        slack_token=token or None,
         slack_channel=args.slack_channel,
         pid_file=args.pid_file,
     )
