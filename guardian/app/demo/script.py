@@ -188,7 +188,9 @@ class DemoScript:
         if self._restored or not self.evidence.killed or not self._pipeline_alert_firing():
             return
         target = f"{NOTEBOOK.namespace}/Deployment/{NOTEBOOK.name}"
-        argv = ["guardian", "restore", target, "--config", str(self.config_path)]
+        # Its log lines stay in its log file; the timeline shows its answer.
+        argv = ["guardian", "--log-level", "WARNING", "restore", target]
+        argv += ["--config", str(self.config_path)]
         argv += ["--kubeconfig", str(self.kubeconfig)]
         self._say("restore", f"$ guardian restore {target} --config guardian.yaml")
         code, output = self.procs.run("guardian-restore", argv, timeout=60)
