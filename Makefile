@@ -37,7 +37,7 @@ pytest: $(STAMP) prometheus kubectl
 # Everything CI checks: lint, format, types, layering, then the test suite.
 test: lint typecheck imports pytest
 
-demo: $(STAMP)
+demo: $(STAMP) prometheus
 	$(BIN)/guardian demo
 
 clean:

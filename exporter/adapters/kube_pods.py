@@ -141,10 +141,14 @@ class PodWatcher:
                     logger.info("pod watch expired (410 Gone); listing again")
                     version = ""
                     continue
+                if stop.is_set():
+                    break
                 failures += 1
                 version = ""
                 self._mark_down("pod list/watch failed: HTTP %s %s", exc.status, exc.reason)
             except Exception as exc:
+                if stop.is_set():
+                    break  # the stream was cut because we are stopping: not an outage
                 failures += 1
                 version = ""
                 self._mark_down("pod list/watch failed: %s", exc)

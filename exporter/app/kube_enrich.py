@@ -54,9 +54,12 @@ class KubeEnricher:
         self._stop.set()
         self._watcher.stop()
         if self._thread is not None:
-            self._thread.join(timeout=5)
+            # A watch blocked in a read only notices at its next event or timeout; the
+            # thread is a daemon, so shutdown does not wait for it beyond a moment.
+            self._thread.join(timeout=1)
         self._kubelet.close()
-        self._on_close()
+        if self._thread is None or not self._thread.is_alive():
+            self._on_close()  # closing the client under a live read can block
 
     def _allocations(self, pods: PodDirectory) -> tuple[list[Allocation], bool]:
         if self._kubelet.available():

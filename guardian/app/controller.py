@@ -18,6 +18,7 @@ import sqlite3
 from collections.abc import Callable, Mapping
 
 from guardian.app.notify import SlackNotifier
+from guardian.app.owner_context import OwnerLookup
 from guardian.app.remediation.build import (
     RemediationParts,
     build_remediation,
@@ -60,8 +61,17 @@ class ControllerParts:
             )
             engine.listeners.append(self.remediation.loop.on_evaluation)
         if settings.slack is not None and settings.slack.enabled:
+            # Owner details and mentions need the cluster, which remediation reads anyway.
+            lookup = (
+                OwnerLookup(self.remediation.loop.reader) if self.remediation is not None else None
+            )
             self.notifier = SlackNotifier.from_settings(
-                settings.slack, store.db, clock, env, registry=engine.metrics.registry
+                settings.slack,
+                store.db,
+                clock,
+                env,
+                registry=engine.metrics.registry,
+                context=lookup,
             )
             engine.transaction_hooks.append(self._record)
             engine.listeners.append(self._after_evaluation)

@@ -115,7 +115,8 @@ def _evidence(
         if raw:
             with contextlib.suppress(ValueError):  # a bad one falls back to the configured window
                 window = parse_duration(raw.strip())
-        idle_since = active_at - (window or 0.0)
+        # Only waste alerts have an idle window; a pipeline alert is not "idle for" anything.
+        idle_since = active_at - window if window is not None else None
     return UsageEvidence(peak_util, peak_mem, used, total, idle_since)
 
 

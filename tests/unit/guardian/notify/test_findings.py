@@ -122,7 +122,8 @@ def test_memory_rule_value_is_the_peak_memory_ratio_and_annotations_override_win
     other = new_finding(
         LabelSet({"alertname": "Other"}), LabelSet(), 5.0, T0, T0, FindingRules(), None
     )
-    assert other.evidence.idle_since == T0
+    # An alert without an idle window (a pipeline alert) is not "idle for" anything.
+    assert other.evidence.idle_since is None
     assert other.cost is None
 
 
