@@ -10,13 +10,13 @@ import threading
 from collections.abc import Iterable, Sequence
 from concurrent import futures
 from pathlib import Path
-from types import TracebackType
 from typing import Self
 
 import grpc
 
 from exporter.adapters.podresources import _api_pb2, _api_pb2_grpc
 from exporter.model.allocation import ContainerDevices
+from guardian.sim.lifecycle import StopOnExit
 
 
 class _Lister(_api_pb2_grpc.PodResourcesListerServicer):
@@ -32,7 +32,7 @@ class _Lister(_api_pb2_grpc.PodResourcesListerServicer):
         return self._kubelet.response()
 
 
-class FakeKubelet:
+class FakeKubelet(StopOnExit):
     """Serves whatever containers :meth:`set_devices` was last given."""
 
     def __init__(self, socket_path: Path) -> None:
@@ -60,14 +60,6 @@ class FakeKubelet:
 
     def __enter__(self) -> Self:
         return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def set_devices(self, devices: Iterable[ContainerDevices]) -> None:
         with self._lock:

@@ -11,6 +11,7 @@ from pathlib import Path
 from guardian.adapters.alert_store import AlertStore
 from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
 from guardian.adapters.remote_write import RemoteWriteClient
+from guardian.app.config_files import parse_files
 from guardian.app.engine_metrics import EngineMetrics
 from guardian.app.rule_engine import RuleEngine
 from guardian.app.settings import HttpClientSettings, Settings
@@ -18,7 +19,7 @@ from guardian.engine.alerting import TemplateEnv
 from guardian.engine.group_eval import CompiledGroup
 from guardian.engine.restore import RestorePolicy
 from guardian.engine.rule_loader import parse_rule_file
-from guardian.model.errors import ConfigError, ConfigErrors
+from guardian.model.errors import ConfigError
 from guardian.model.rules import RuleFile
 
 logger = logging.getLogger(__name__)
@@ -26,23 +27,7 @@ logger = logging.getLogger(__name__)
 
 def read_rule_files(paths: Sequence[str]) -> list[RuleFile]:
     """Parse every file; raise ConfigErrors with the findings of all of them."""
-    files: list[RuleFile] = []
-    errors: list[ConfigError] = []
-    for path in paths:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            errors.append(ConfigError(f"cannot read: {exc.strerror or exc}", path=path))
-            continue
-        try:
-            files.append(parse_rule_file(text, path))
-        except ConfigErrors as exc:
-            errors.extend(exc.errors)
-        except ConfigError as exc:
-            errors.append(exc)
-    if errors:
-        raise ConfigErrors(errors)
-    return files
+    return parse_files(paths, parse_rule_file)
 
 
 def compile_groups(settings: Settings) -> list[CompiledGroup]:

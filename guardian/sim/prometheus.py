@@ -23,12 +23,12 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import yaml
 
 from guardian.model.errors import GuardianError, PermanentError
+from guardian.sim.lifecycle import StopOnExit
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ def _die_with_parent() -> None:
 
 
 @dataclass
-class LocalPrometheus:
+class LocalPrometheus(StopOnExit):
     """A running Prometheus. Use as a context manager or call :meth:`stop`."""
 
     url: str
@@ -146,17 +146,6 @@ class LocalPrometheus:
             logger.warning("prometheus pid %s ignored SIGTERM; killing it", self.pid)
             self.process.kill()
             self.process.wait(timeout=timeout)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 @dataclass(frozen=True)

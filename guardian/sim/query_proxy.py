@@ -17,8 +17,9 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Self
+
+from guardian.sim.lifecycle import StopOnExit
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ class ProxyBehaviour:
 
 
 @dataclass
-class QueryProxy:
+class QueryProxy(StopOnExit):
     upstream: str
     behaviour: ProxyBehaviour = field(default_factory=ProxyBehaviour)
     requests: list[dict[str, str]] = field(default_factory=list)
@@ -77,14 +78,6 @@ class QueryProxy:
 
     def __enter__(self) -> Self:
         return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def _handle(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
         parsed = urllib.parse.urlsplit(handler.path)

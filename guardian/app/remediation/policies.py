@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import glob
 from collections.abc import Sequence
-from pathlib import Path
 
+from guardian.app.config_files import parse_files
 from guardian.engine.planner import find_overlaps
-from guardian.model.errors import ConfigError, ConfigErrors
+from guardian.model.errors import ConfigError
 from guardian.model.policies import Mode, ReclaimPolicy
 from guardian.model.policies_load import check_unique, parse_policies
 
@@ -23,25 +23,8 @@ def expand(patterns: Sequence[str]) -> list[str]:
 
 
 def load_policies(patterns: Sequence[str]) -> list[ReclaimPolicy]:
-    errors: list[ConfigError] = []
-    policies: list[ReclaimPolicy] = []
-    for path in expand(patterns):
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            errors.append(ConfigError(f"cannot read: {exc.strerror or exc}", path=path))
-            continue
-        try:
-            policies.extend(parse_policies(text, path))
-        except ConfigErrors as exc:
-            errors.extend(exc.errors)
-    if not errors:
-        try:
-            check_unique(policies)
-        except ConfigErrors as exc:
-            errors.extend(exc.errors)
-    if errors:
-        raise ConfigErrors(errors)
+    policies = [p for batch in parse_files(expand(patterns), parse_policies) for p in batch]
+    check_unique(policies)
     return policies
 
 

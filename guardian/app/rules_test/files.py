@@ -20,9 +20,9 @@ from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
 from guardian.adapters.remote_write import RemoteWriteClient
 from guardian.app.rules_test.group_run import GroupRun
 from guardian.app.rules_test.prometheus import UnsupportedTestError, start_test_prometheus
+from guardian.app.wiring import read_rule_files
 from guardian.engine.group_eval import CompiledGroup
 from guardian.engine.promtest.model import TestGroup, UnitTestFile, parse_test_file
-from guardian.engine.rule_loader import parse_rule_file
 from guardian.model.errors import ConfigError, ConfigErrors
 from guardian.sim.prometheus import PrometheusBinaries
 
@@ -70,23 +70,11 @@ def resolve_rule_files(test: UnitTestFile) -> tuple[list[str], list[str]]:
 
 def load_groups(test: UnitTestFile, paths: list[str]) -> list[CompiledGroup]:
     """Compiled rule groups in evaluation order. Raises ConfigErrors."""
-    errors: list[ConfigError] = []
-    groups: list[CompiledGroup] = []
-    for path in paths:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-            rule_file = parse_rule_file(text, path)
-        except OSError as exc:
-            errors.append(ConfigError(f"cannot read: {exc.strerror or exc}", path=path))
-            continue
-        except ConfigErrors as exc:
-            errors.extend(exc.errors)
-            continue
-        groups += [
-            CompiledGroup.compile(g, test.evaluation_interval_ms / 1000) for g in rule_file.groups
-        ]
-    if errors:
-        raise ConfigErrors(errors)
+    groups = [
+        CompiledGroup.compile(g, test.evaluation_interval_ms / 1000)
+        for rule_file in read_rule_files(paths)
+        for g in rule_file.groups
+    ]
     names = {g.name for g in groups}
     unknown = [n for n in test.group_eval_order if n not in names]
     if unknown:

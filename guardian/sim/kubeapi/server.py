@@ -7,8 +7,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import yaml
 
@@ -17,6 +16,7 @@ from guardian.sim.kubeapi.patch import merge_patch
 from guardian.sim.kubeapi.resources import ResourceRegistry, ResourceType
 from guardian.sim.kubeapi.store import Clock, Obj, Store
 from guardian.sim.kubeapi.wire import KubeHTTPServer
+from guardian.sim.lifecycle import StopOnExit
 
 DEFAULT_NAMESPACES = ("default", "kube-system")
 
@@ -25,7 +25,7 @@ def system_clock() -> datetime:
     return datetime.now(UTC)
 
 
-class FakeKubeAPI:
+class FakeKubeAPI(StopOnExit):
     """A Kubernetes API server on loopback for tests and the demo.
 
     Start it with :meth:`start` (or use it as a context manager), point a
@@ -86,17 +86,6 @@ class FakeKubeAPI:
         self._server.close_connections()
         self._server.server_close()
         self._thread.join()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # ------------------------------------------------------------ connection
 

@@ -17,9 +17,9 @@ import urllib.parse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
+from guardian.sim.lifecycle import StopOnExit
 from guardian.sim.slackapi.errors import ApiError, Throttled
 from guardian.sim.slackapi.faults import WEBHOOK, ChannelPacer, Fault, Faults
 from guardian.sim.slackapi.methods import WebApi
@@ -91,7 +91,7 @@ class _Handler(BaseHTTPRequestHandler):
         logger.debug("fake slack: " + format, *args)  # noqa: G003
 
 
-class FakeSlack:
+class FakeSlack(StopOnExit):
     """A running fake Slack workspace. Create it with :meth:`start`."""
 
     def __init__(
@@ -169,17 +169,6 @@ class FakeSlack:
         """Stop serving and close every socket. Safe to call twice."""
         self._stopped = True
         self._close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     @property
     def url(self) -> str:
