@@ -15,6 +15,7 @@ COPY requirements/constraints.txt requirements/constraints.txt
 COPY pyproject.toml README.md ./
 COPY guardian guardian
 COPY exporter exporter
+COPY guardian_common guardian_common
 # The build context has no .git, so setuptools-scm takes the version from here.
 ARG VERSION=0.0.0+unknown
 RUN SETUPTOOLS_SCM_PRETEND_VERSION="${VERSION}" \

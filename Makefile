@@ -26,7 +26,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict guardian exporter
+	$(BIN)/mypy --strict guardian exporter guardian_common
 
 imports: $(STAMP)
 	$(BIN)/lint-imports

@@ -1,7 +1,7 @@
 """Rule-engine benchmark: one engine cycle against Prometheus's own evaluation of the group.
 
 A synthetic fleet of GPUs (default 10,000; 3 dcgm-exporter metrics, one sample a minute
-around "now") is backfilled into a real Prometheus through guardian.sim.prometheus and
+around "now") is backfilled into a real Prometheus through guardian.sim.prometheus_server and
 guardian.sim.openmetrics. The same rule group is loaded into that Prometheus, which
 evaluates it on its own schedule, and into the engine, which evaluates it in a separate
 process (so its peak RSS is the engine's alone) against the same server.
@@ -35,7 +35,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from guardian.sim.openmetrics import Sample, render_openmetrics
-from guardian.sim.prometheus import PrometheusOptions, start_prometheus
+from guardian.sim.prometheus_server import PrometheusOptions, start_prometheus
 
 GROUP = "bench-gpu"
 RULES = """\
@@ -127,10 +127,10 @@ def engine_cycles(url: str, rules: Path, state: Path, cycles: int) -> dict[str, 
     """Runs in a child process: build the engine, run ``cycles`` evaluations."""
     from guardian.adapters.alert_store import AlertStore
     from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
-    from guardian.app.rule_engine import RuleEngine
-    from guardian.engine.group_eval import CompiledGroup
-    from guardian.engine.rule_loader import parse_rule_file
-    from guardian.engine.slots import slot_at_or_before
+    from guardian.app.rules.runtime import RuleEngine
+    from guardian.engine.rules.group_eval import CompiledGroup
+    from guardian.engine.rules.loader import parse_rule_file
+    from guardian.engine.rules.slots import slot_at_or_before
 
     query_seconds: list[float] = []
     querier = PrometheusQuerier(

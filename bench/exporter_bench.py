@@ -27,13 +27,13 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.adapters.procfs import ProcReader
-from exporter.app.collector import Collector, SnapshotStore
-from exporter.app.render import RenderedSnapshot
+from exporter.app.collection import CollectionLoop, SnapshotStore
+from exporter.app.metrics import RenderedSnapshot
 from exporter.app.server import ExporterApp, HttpServer
 from exporter.engine.vgpu import VgpuRatios
-from exporter.sim.backend import SimulatedBackend
 from exporter.sim.cgroups import cgroup_file_text, pod_cgroup_path, write_proc_entry
 from exporter.sim.scenario import Scenario
+from exporter.sim.scenario_backend import SimulatedBackend
 
 GPUS, PODS, PROCESSES = 8, 64, 512
 INTERVAL = 5.0
@@ -142,7 +142,7 @@ def main() -> None:
         clock = Clock()
         backend = SimulatedBackend(scenario, clock)
         store = SnapshotStore()
-        collector = Collector(
+        collector = CollectionLoop(
             backend, ProcReader(proc_root), store, node="bench-node", ratios=VgpuRatios(2.0),
             interval=INTERVAL, timeout=30.0, backoff_max=60.0, clock=clock,
         )  # fmt: skip

@@ -14,13 +14,13 @@ from collections.abc import Callable
 
 from exporter.adapters.kube_pods import PodWatcher
 from exporter.adapters.podresources import PodResourcesClient, PodResourcesError
-from exporter.engine.allocation import allocations_from_devices, allocations_from_limits
-from exporter.engine.enrichment import EnrichmentInput, enrich
+from exporter.engine.allocation_mapping import allocations_from_devices, allocations_from_limits
+from exporter.engine.pod_join import EnrichmentInput, enrich
 from exporter.model.allocation import Allocation
 from exporter.model.enrichment import Enrichment
 from exporter.model.pods import PodDirectory
 from exporter.model.snapshot import Snapshot
-from guardian.model.grouping import GroupingOptions
+from guardian_common.grouping import GroupingOptions
 
 logger = logging.getLogger(__name__)
 

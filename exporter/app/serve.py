@@ -1,4 +1,4 @@
-"""Wiring for ``guardian-exporter serve``: settings in, collector and server running."""
+"""Wiring for ``guardian-exporter serve``: settings in, collection loop and server running."""
 
 from __future__ import annotations
 
@@ -18,16 +18,16 @@ from exporter.adapters.podresources import PodResourcesClient
 from exporter.adapters.procfs import ProcReader
 from exporter.adapters.users import load_users
 from exporter.adapters.vgpu_config import load_vgpu_ratios
-from exporter.app.collector import Collector, SnapshotStore
+from exporter.app.collection import CollectionLoop, SnapshotStore
 from exporter.app.kube_enrich import KubeEnricher
-from exporter.app.render import RenderTimer
+from exporter.app.metrics import RenderTimer
 from exporter.app.server import ExporterApp, HttpServer
 from exporter.app.settings import ExporterSettings
 from exporter.engine.vgpu import VgpuRatios
 from exporter.model.backend import CgroupReader, GpuBackend
 from exporter.model.errors import ConfigError
-from exporter.sim.backend import ScenarioCgroups, SimulatedBackend
 from exporter.sim.scenario import load_scenario
+from exporter.sim.scenario_backend import ScenarioCgroups, SimulatedBackend
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ class Exporter:
             cgroups = ProcReader(settings.proc_root or Path("/proc"))
         self.store = SnapshotStore()
         timer = RenderTimer()
-        self.collector = Collector(
+        self.collection = CollectionLoop(
             backend,
             cgroups,
             self.store,
@@ -81,7 +81,7 @@ class Exporter:
             self.store,
             max_requests=settings.max_requests,
             users=users,
-            healthy=lambda: self.collector.alive,
+            healthy=lambda: self.collection.alive,
         )
         self.server = HttpServer(
             app,
@@ -95,7 +95,7 @@ class Exporter:
         if self.enricher is not None:
             self.enricher.start()
         self.server.start()
-        self.collector.start()
+        self.collection.start()
         logger.info(
             "serving %s backend on %s:%s (tls=%s, auth=%s)",
             self.settings.backend,
@@ -107,7 +107,7 @@ class Exporter:
 
     def stop(self) -> None:
         self.server.stop()
-        self.collector.stop()
+        self.collection.stop()
         if self.enricher is not None:
             self.enricher.stop()
 

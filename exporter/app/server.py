@@ -19,7 +19,7 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from exporter.adapters.users import check_password
-from exporter.app.collector import SnapshotStore
+from exporter.app.collection import SnapshotStore
 
 logger = logging.getLogger(__name__)
 

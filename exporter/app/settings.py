@@ -21,7 +21,7 @@ from pydantic import (
 
 from exporter.adapters.podresources import DEFAULT_SOCKET
 from exporter.model.errors import ConfigError
-from guardian.model.grouping import DEFAULT_GROUP, GroupingError, GroupingOptions
+from guardian_common.grouping import DEFAULT_GROUP, GroupingError, GroupingOptions
 
 ENV_PREFIX = "GUARDIAN_EXPORTER_"
 

@@ -18,7 +18,7 @@ from exporter.app.attribute import attribute
 from exporter.app.serve import Exporter, run
 from exporter.app.settings import SOURCES, settings_from
 from exporter.model.errors import ConfigError
-from guardian.app.logs import add_logging_arguments, configure_logging
+from guardian_common.logs import add_logging_arguments, configure_logging
 
 EXIT_USAGE = 2
 EXIT_CONFIG = 2

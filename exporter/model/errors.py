@@ -5,8 +5,8 @@
 
 from __future__ import annotations
 
-from guardian.model.errors import ConfigError as ConfigError
-from guardian.model.errors import GuardianError
+from guardian_common.errors import ConfigError as ConfigError
+from guardian_common.errors import GuardianError
 
 
 class ExporterError(GuardianError):

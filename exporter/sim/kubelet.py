@@ -16,7 +16,7 @@ import grpc
 
 from exporter.adapters.podresources import _api_pb2, _api_pb2_grpc
 from exporter.model.allocation import ContainerDevices
-from guardian.sim.lifecycle import StopOnExit
+from guardian_common.stop_on_exit import StopOnExit
 
 
 class _Lister(_api_pb2_grpc.PodResourcesListerServicer):

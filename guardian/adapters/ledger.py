@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from guardian.adapters.sqlite_db import Database, MigrationSet
 from guardian.model.labels import LabelSet
 from guardian.model.reclaim import LedgerEntry, LedgerView
-from guardian.model.remediation import LadderStep, RemediationEvent, StepOutcome, WorkloadRef
+from guardian.model.remediation_events import LadderStep, RemediationEvent, StepOutcome, WorkloadRef
 
 logger = logging.getLogger(__name__)
 

@@ -24,9 +24,9 @@ from prometheus_api_client import PrometheusConnect
 from urllib3.exceptions import MaxRetryError, NewConnectionError, TimeoutError
 from urllib3.util.retry import Retry
 
-from guardian.model.errors import PermanentError, TransientError
 from guardian.model.labels import LabelSet
 from guardian.model.query import PromSample, QueryResult
+from guardian_common.errors import PermanentError, TransientError
 
 logger = logging.getLogger(__name__)
 

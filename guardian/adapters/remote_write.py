@@ -22,8 +22,8 @@ import cramjam
 import requests
 
 from guardian.adapters import _remote_write_pb2 as pb
-from guardian.model.errors import ConfigError, PermanentError, TransientError
 from guardian.model.series import TimeSeries
+from guardian_common.errors import ConfigError, PermanentError, TransientError
 
 logger = logging.getLogger(__name__)
 

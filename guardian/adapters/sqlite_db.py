@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from guardian.model.errors import ConfigError
+from guardian_common.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 

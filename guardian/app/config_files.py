@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from guardian.model.errors import ConfigError, ConfigErrors
+from guardian_common.errors import ConfigError, ConfigErrors
 
 T = TypeVar("T")
 

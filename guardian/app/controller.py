@@ -18,7 +18,7 @@ import sqlite3
 from collections.abc import Callable, Mapping
 
 from guardian.app.notify import SlackNotifier
-from guardian.app.owner_context import OwnerLookup
+from guardian.app.notify.owner_context import OwnerLookup
 from guardian.app.remediation.build import (
     RemediationParts,
     build_remediation,
@@ -26,11 +26,11 @@ from guardian.app.remediation.build import (
     pipeline_group_names,
 )
 from guardian.app.remediation.metrics import RemediationMetrics
-from guardian.app.remediation.policies import load_policies
-from guardian.app.rule_engine import RuleEngine
-from guardian.app.settings import Settings
+from guardian.app.remediation.policy_files import load_policies
+from guardian.app.rules.runtime import RuleEngine
+from guardian.app.settings.config_file import Settings
 from guardian.model.alerts import GroupEvaluation
-from guardian.model.errors import ConfigError
+from guardian_common.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 

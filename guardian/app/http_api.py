@@ -6,16 +6,15 @@ from __future__ import annotations
 import json
 import logging
 import math
-import re
 import threading
-from datetime import UTC, datetime
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from guardian.app.rule_engine import ActiveAlert, RuleEngine
+from guardian.app.rules.runtime import ActiveAlert, RuleEngine
+from guardian.model.times import rfc3339
 
 logger = logging.getLogger(__name__)
 
@@ -35,23 +34,17 @@ def format_api_value(value: float) -> str:
     return f"{mantissa}e{sign}{digits.zfill(2)}"
 
 
-def rfc3339(ts: float) -> str:
-    moment = datetime.fromtimestamp(ts, tz=UTC)
-    text = moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    return re.sub(r"\.000Z$", "Z", text)
-
-
 def alert_json(item: ActiveAlert) -> dict[str, Any]:
     alert = item.alert
     out: dict[str, Any] = {
         "labels": alert.labels.to_dict(),
         "annotations": alert.annotations.to_dict(),
         "state": alert.state.value,
-        "activeAt": rfc3339(alert.active_at),
+        "activeAt": rfc3339(alert.active_at, "ms"),
         "value": format_api_value(alert.value),
     }
     if alert.keep_firing_since is not None:
-        out["keepFiringSince"] = rfc3339(alert.keep_firing_since)
+        out["keepFiringSince"] = rfc3339(alert.keep_firing_since, "ms")
     return out
 
 

@@ -17,17 +17,17 @@ from types import FrameType
 from guardian.adapters.prometheus import PrometheusQuerier
 from guardian.app.controller import ControllerParts
 from guardian.app.http_api import EngineHTTPServer
-from guardian.app.scheduler import GroupScheduler
-from guardian.app.settings import Settings, load_settings
-from guardian.app.wiring import (
+from guardian.app.rules.build import (
     EngineParts,
     build_engine,
     compile_groups,
     prometheus_access,
     remote_write_client,
 )
-from guardian.engine.alerting import TemplateEnv
-from guardian.model.errors import ConfigError
+from guardian.app.rules.scheduler import GroupScheduler
+from guardian.app.settings.config_file import Settings, load_settings
+from guardian.engine.rules.alerting import TemplateEnv
+from guardian_common.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 

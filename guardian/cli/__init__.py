@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from guardian.app.logs import add_logging_arguments, configure_logging
 from guardian.cli import commands
 from guardian.cli._common import EXIT_USAGE, package_version
+from guardian_common.logs import add_logging_arguments, configure_logging
 
 
 def build_parser() -> argparse.ArgumentParser:

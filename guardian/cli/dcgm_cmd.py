@@ -19,7 +19,7 @@ from guardian.engine.dcgm_config import (
     sharing_from_device_plugin_config,
     warnings_for,
 )
-from guardian.model.grouping import DEFAULT_GROUP, GroupingError, GroupingOptions
+from guardian_common.grouping import DEFAULT_GROUP, GroupingError, GroupingOptions
 
 HELP = "generate dcgm-exporter and Prometheus configuration for the gpu_group label"
 

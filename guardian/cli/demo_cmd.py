@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from guardian.app.demo import DemoRequest, run_demo
+from guardian.demo import DemoRequest, run_demo
 
 SubParsers = argparse._SubParsersAction
 

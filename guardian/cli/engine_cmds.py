@@ -8,11 +8,12 @@ import logging
 import os
 import sys
 
-from guardian.app.eval_once import EvalReport, evaluate_once, parse_eval_time
-from guardian.app.http_api import format_api_value, rfc3339
+from guardian.app.http_api import format_api_value
+from guardian.app.rules.eval_once import EvalReport, evaluate_once, parse_eval_time
 from guardian.app.runner import EngineRunner
 from guardian.cli._common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from guardian.model.errors import ConfigError
+from guardian.model.times import rfc3339
+from guardian_common.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
 
 
 def _print_table(report: EvalReport) -> None:
-    print(f"evaluated at {rfc3339(report.at)}")
+    print(f"evaluated at {rfc3339(report.at, 'ms')}")
     rows = [("GROUP", "ALERT", "STATE", "ACTIVE SINCE", "VALUE", "LABELS")]
     for a in sorted(report.alerts, key=lambda a: (a.group, a.rule, a.alert.labels.items_sorted)):
         labels = ",".join(f"{k}={v}" for k, v in a.alert.labels.items() if k != "alertname")
@@ -51,7 +52,7 @@ def _print_table(report: EvalReport) -> None:
                 a.group,
                 a.rule,
                 a.alert.state.value,
-                rfc3339(a.alert.active_at),
+                rfc3339(a.alert.active_at, "ms"),
                 format_api_value(a.alert.value),
                 labels,
             )

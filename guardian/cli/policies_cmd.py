@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from guardian.app.remediation.policies import check_report
+from guardian.app.remediation.policy_files import check_report
 from guardian.cli._common import EXIT_FAILURE, EXIT_OK
-from guardian.model.errors import ConfigError
+from guardian_common.errors import ConfigError
 
 SubParsers = argparse._SubParsersAction
 

@@ -14,9 +14,9 @@ from guardian.adapters.kube.rest import KubeRest
 from guardian.adapters.ledger import Ledger
 from guardian.app.remediation.build import kube_api_client
 from guardian.app.remediation.restore import parse_target, restore_workload
-from guardian.app.settings import load_settings
+from guardian.app.settings.config_file import load_settings
 from guardian.cli._common import EXIT_FAILURE, EXIT_OK
-from guardian.model.errors import GuardianError
+from guardian_common.errors import GuardianError
 
 SubParsers = argparse._SubParsersAction
 

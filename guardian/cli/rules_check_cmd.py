@@ -7,11 +7,11 @@ import os
 import sys
 
 from guardian.adapters.prometheus import PrometheusAccess
-from guardian.app.rules_check import load_findings, missing_recorded_metrics
-from guardian.app.settings import load_settings
-from guardian.app.wiring import prometheus_access
+from guardian.app.rules.build import prometheus_access
+from guardian.app.rules.check import load_findings, missing_recorded_metrics
+from guardian.app.settings.config_file import load_settings
 from guardian.cli._common import EXIT_FAILURE, EXIT_OK
-from guardian.model.errors import ConfigError
+from guardian_common.errors import ConfigError
 
 SubParsers = argparse._SubParsersAction
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from guardian.app.rules_check import load_findings
+from guardian.app.rules.check import load_findings
 from guardian.cli._common import EXIT_FAILURE, EXIT_OK
-from guardian.engine.rulerender import (
+from guardian.engine.rules.render import (
     DEFAULT_NAME,
     PLACEHOLDERS,
     RenderError,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from guardian.app.rules_test import FileResult, Status, run_test_file
+from guardian.app.promtest import FileResult, Status, run_test_file
 from guardian.cli._common import EXIT_FAILURE, EXIT_OK
-from guardian.model.errors import GuardianError
-from guardian.sim.prometheus import PrometheusBinaries
+from guardian.sim.prometheus_server import PrometheusBinaries
+from guardian_common.errors import GuardianError
 
 SubParsers = argparse._SubParsersAction
 

@@ -11,7 +11,7 @@ from guardian.adapters.ledger import Ledger
 from guardian.app.remediation.status import build_status
 from guardian.cli._common import EXIT_FAILURE, EXIT_OK
 from guardian.cli.restore_cmd import add_state_options, state_path
-from guardian.model.errors import GuardianError
+from guardian_common.errors import GuardianError
 
 SubParsers = argparse._SubParsersAction
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from guardian.model.grouping import GROUP_LABEL, GroupingError, GroupingOptions, sanitize_label_key
+from guardian_common.grouping import GROUP_LABEL, GroupingError, GroupingOptions, sanitize_label_key
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu-guardian"}
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from guardian.model.reclaim import ActionKind
-from guardian.model.remediation import WorkloadRef
+from guardian.model.remediation_events import WorkloadRef
 
 MAX_DEPTH = 6  # ownership chains are short; a longer one is a loop or a bug
 

@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from guardian.model.labels import EMPTY_LABELS, LabelSet
-from guardian.model.remediation import LadderStep, StepOutcome, WorkloadRef
+from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
 
 MENTION_ANNOTATION = "gpu-guardian.io/slack-mention"
 

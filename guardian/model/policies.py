@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from guardian.model.durations import parse_duration
+from guardian_common.durations import parse_duration
 
 API_VERSION = "gpu-guardian.io/v1alpha1"
 KIND = "ReclaimPolicy"

@@ -11,9 +11,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from guardian.model.errors import ConfigError, ConfigErrors
 from guardian.model.policies import API_VERSION, KIND, ReclaimPolicy
-from guardian.model.yamldoc import YamlDocument, parse_yaml
+from guardian_common.errors import ConfigError, ConfigErrors
+from guardian_common.yamldoc import YamlDocument, parse_yaml
 
 _SEPARATOR = re.compile(r"^---\s*(#.*)?$")
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from guardian.model.labels import LabelSet
-from guardian.model.remediation import LadderStep, StepOutcome, WorkloadRef
+from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
 
 
 @dataclass(frozen=True, slots=True)

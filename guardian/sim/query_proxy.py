@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
 
-from guardian.sim.lifecycle import StopOnExit
+from guardian_common.stop_on_exit import StopOnExit
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from guardian.sim.openmetrics import Sample, render_openmetrics
-from guardian.sim.prometheus import (
+from guardian.sim.prometheus_server import (
     BackfillError,
     LocalPrometheus,
     PrometheusBinaries,

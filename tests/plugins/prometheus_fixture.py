@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from guardian.sim.prometheus import (
+from guardian.sim.prometheus_server import (
     LocalPrometheus,
     PrometheusBinaries,
     PrometheusOptions,

@@ -12,10 +12,10 @@ import hashlib
 import logging
 
 from guardian.adapters.kube.rest import Conflict, KubeRest, NotFound
-from guardian.engine.planner.times import rfc3339
-from guardian.model.errors import GuardianError
 from guardian.model.policies import Annotations
 from guardian.model.reclaim import WorkloadState
+from guardian.model.times import rfc3339
+from guardian_common.errors import GuardianError
 
 logger = logging.getLogger(__name__)
 

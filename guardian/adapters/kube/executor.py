@@ -15,10 +15,10 @@ from typing import Any
 from guardian.adapters.kube.events import EventRecorder
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.kube.rest import KubeRest, Obj, object_path
-from guardian.engine.planner.times import rfc3339
 from guardian.model.policies import NOTEBOOK_STOPPED, Annotations
 from guardian.model.reclaim import ActionKind, PlannedAction, WorkloadState
-from guardian.model.remediation import LadderStep, StepOutcome
+from guardian.model.remediation_events import LadderStep, StepOutcome
+from guardian.model.times import rfc3339
 
 logger = logging.getLogger(__name__)
 

@@ -9,8 +9,6 @@ from typing import Any
 
 from guardian.adapters.kube.rest import KubeRest, NotFound, Obj, object_path
 from guardian.engine.owners import MAX_DEPTH, action_for, controller_owner
-from guardian.engine.planner.times import parse_rfc3339
-from guardian.model.errors import GuardianError
 from guardian.model.policies import NOTEBOOK_STOPPED
 from guardian.model.reclaim import (
     ActionKind,
@@ -20,7 +18,9 @@ from guardian.model.reclaim import (
     PodOwner,
     WorkloadState,
 )
-from guardian.model.remediation import WorkloadRef
+from guardian.model.remediation_events import WorkloadRef
+from guardian.model.times import parse_rfc3339
+from guardian_common.errors import GuardianError
 
 logger = logging.getLogger(__name__)
 

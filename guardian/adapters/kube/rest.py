@@ -13,7 +13,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from guardian.model.errors import PermanentError, TransientError
+from guardian_common.errors import PermanentError, TransientError
 
 logger = logging.getLogger(__name__)
 

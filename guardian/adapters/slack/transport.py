@@ -20,7 +20,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 from slack_sdk.webhook import WebhookClient
 
-from guardian.model.errors import PermanentError, TransientError
+from guardian_common.errors import PermanentError, TransientError
 
 logger = logging.getLogger(__name__)
 

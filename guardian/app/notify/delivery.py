@@ -27,8 +27,8 @@ from guardian.adapters.slack.transport import (
     Uncertain,
 )
 from guardian.app.notify.metrics import NotifierMetrics
-from guardian.app.notify.settings import DeliverySettings
-from guardian.model.errors import TransientError
+from guardian.app.settings.slack import DeliverySettings
+from guardian_common.errors import TransientError
 
 logger = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from guardian.adapters.slack.transport import (
     WebApiTransport,
     WebhookTransport,
 )
-from guardian.app.notify.settings import SlackSettings
-from guardian.model.errors import ConfigError
+from guardian.app.settings.slack import SlackSettings
+from guardian_common.errors import ConfigError
 
 
 def read_secret(

@@ -31,7 +31,7 @@ from guardian.adapters.sqlite_db import Database
 from guardian.app.notify.delivery import Deliverer
 from guardian.app.notify.metrics import NotifierMetrics
 from guardian.app.notify.secrets import build_transport
-from guardian.app.notify.settings import SlackSettings
+from guardian.app.settings.slack import SlackSettings
 from guardian.engine.notify import lifecycle as lc
 from guardian.engine.notify.findings import (
     apply_remediation,
@@ -43,7 +43,7 @@ from guardian.engine.notify.routing import muted
 from guardian.model.alerts import AlertTransition, TransitionKind
 from guardian.model.labels import LabelSet
 from guardian.model.notifications import Finding, GroupSummary, HistoryEntry, OwnerContext
-from guardian.model.remediation import RemediationEvent, episode_id
+from guardian.model.remediation_events import RemediationEvent, episode_id
 
 logger = logging.getLogger(__name__)
 

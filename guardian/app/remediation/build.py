@@ -29,11 +29,11 @@ from guardian.adapters.sqlite_db import Database
 from guardian.app.remediation.leader import LeaseElector
 from guardian.app.remediation.loop import RemediationLoop
 from guardian.app.remediation.metrics import RemediationMetrics
-from guardian.app.remediation.policies import load_policies
-from guardian.app.remediation.settings import RemediationSettings
-from guardian.app.rule_engine import RuleEngine
-from guardian.engine.group_eval import CompiledGroup
-from guardian.engine.planner import PlannerSettings
+from guardian.app.remediation.policy_files import load_policies
+from guardian.app.rules.runtime import RuleEngine
+from guardian.app.settings.remediation import RemediationSettings
+from guardian.engine.remediation import PlannerSettings
+from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.model.alerts import AlertState
 from guardian.model.reclaim import FiringAlert
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from guardian.adapters.kube.rest import Conflict, KubeRest, NotFound, object_path
-from guardian.model.errors import GuardianError
+from guardian_common.errors import GuardianError
 
 logger = logging.getLogger(__name__)
 

@@ -20,10 +20,8 @@ from guardian.adapters.kube.rest import Conflict, Forbidden, NotFound
 from guardian.adapters.ledger import EpisodeState, Ledger
 from guardian.app.remediation.metrics import RemediationMetrics
 from guardian.app.remediation.recording import StepRecorder
-from guardian.engine.planner import PlannerSettings, plan
-from guardian.engine.planner.times import parse_rfc3339
+from guardian.engine.remediation import PlannerSettings, plan
 from guardian.model.alerts import GroupEvaluation
-from guardian.model.errors import GuardianError
 from guardian.model.policies import Annotations, ReclaimPolicy
 from guardian.model.reclaim import (
     ClusterSnapshot,
@@ -34,7 +32,9 @@ from guardian.model.reclaim import (
     Wait,
     WorkloadState,
 )
-from guardian.model.remediation import LadderStep, StepOutcome, WorkloadRef
+from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
+from guardian.model.times import parse_rfc3339
+from guardian_common.errors import GuardianError
 
 logger = logging.getLogger(__name__)
 

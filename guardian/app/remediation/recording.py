@@ -10,7 +10,7 @@ from guardian.adapters.ledger import EpisodeState, Ledger
 from guardian.app.remediation.metrics import RemediationMetrics
 from guardian.model.labels import LabelSet
 from guardian.model.reclaim import PlannedAction, Wait, WorkloadState
-from guardian.model.remediation import LadderStep, RemediationEvent, StepOutcome, WorkloadRef
+from guardian.model.remediation_events import LadderStep, RemediationEvent, StepOutcome, WorkloadRef
 
 logger = logging.getLogger(__name__)
 

@@ -8,11 +8,11 @@ from guardian.adapters.kube.executor import Executor
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.kube.rest import Conflict
 from guardian.adapters.ledger import EpisodeState, Ledger
-from guardian.model.errors import ConfigError, PermanentError, TransientError
 from guardian.model.labels import LabelSet
 from guardian.model.policies import Annotations
 from guardian.model.reclaim import PlannedAction
-from guardian.model.remediation import LadderStep, RemediationEvent, StepOutcome, WorkloadRef
+from guardian.model.remediation_events import LadderStep, RemediationEvent, StepOutcome, WorkloadRef
+from guardian_common.errors import ConfigError, PermanentError, TransientError
 
 logger = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from guardian.adapters.ledger import EpisodeState, Ledger
-from guardian.engine.planner.times import rfc3339
-from guardian.model.remediation import LadderStep, RemediationEvent, StepOutcome
+from guardian.model.remediation_events import LadderStep, RemediationEvent, StepOutcome
+from guardian.model.times import rfc3339
 
 
 @dataclass

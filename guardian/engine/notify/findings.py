@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from guardian.model.alerts import AlertTransition, TransitionKind
-from guardian.model.durations import format_duration, parse_duration
 from guardian.model.labels import LabelSet
 from guardian.model.notifications import (
     Cost,
@@ -32,12 +31,13 @@ from guardian.model.notifications import (
     Phase,
     UsageEvidence,
 )
-from guardian.model.remediation import (
+from guardian.model.remediation_events import (
     LadderStep,
     RemediationEvent,
     StepOutcome,
     episode_id,
 )
+from guardian_common.durations import format_duration, parse_duration
 
 PEAK_UTILIZATION = "peak_utilization"
 PEAK_MEMORY_RATIO = "peak_memory_ratio"

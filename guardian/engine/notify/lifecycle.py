@@ -14,7 +14,7 @@ from enum import StrEnum
 
 from guardian.model.alerts import AlertTransition, TransitionKind
 from guardian.model.notifications import Finding, GroupSummary, HistoryEntry, Phase
-from guardian.model.remediation import episode_id
+from guardian.model.remediation_events import episode_id
 
 
 class OpKind(StrEnum):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from guardian.engine.promtest.model import AlertTestCase, PromqlTestCase
 from guardian.engine.promtest.notation import NotationError, parse_metric
-from guardian.model.durations import format_duration
+from guardian_common.durations import format_duration
 
 LabelItems = tuple[tuple[str, str], ...]
 

@@ -20,9 +20,9 @@ from guardian.engine.promtest.notation import (
     parse_metric,
     parse_values,
 )
-from guardian.model.durations import parse_duration_ms
-from guardian.model.errors import ConfigError, ConfigErrors
-from guardian.model.yamldoc import Path, YamlDocument, parse_yaml
+from guardian_common.durations import parse_duration_ms
+from guardian_common.errors import ConfigError, ConfigErrors
+from guardian_common.yamldoc import Path, YamlDocument, parse_yaml
 
 DEFAULT_EVALUATION_INTERVAL_MS = 60_000
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from guardian.engine.templates import nodes as n
 from guardian.engine.templates.builtins import BUILTINS
 from guardian.engine.templates.errors import BreakLoop, ContinueLoop, ExecError
-from guardian.engine.templates.executor import State
+from guardian.engine.templates.interpreter import State
 from guardian.engine.templates.parser import parse
 from guardian.engine.templates.promfuncs import FUNCTION_NAMES, prometheus_functions
 from guardian.engine.templates.values import QuerySample, TemplateData

@@ -18,9 +18,9 @@ from typing import Any
 from guardian.sim.kubeapi import errors
 from guardian.sim.kubeapi.patch import apply_patch
 from guardian.sim.kubeapi.resources import ResourceType, ScaleSpec
-from guardian.sim.kubeapi.routing import ResourceRoute
 from guardian.sim.kubeapi.selectors import compile_filter, field_value, selector_to_string
 from guardian.sim.kubeapi.store import Obj, Store
+from guardian.sim.kubeapi.urls import ResourceRoute
 
 _TRUE = ("true", "1")
 

@@ -16,7 +16,7 @@ from guardian.sim.kubeapi.patch import merge_patch
 from guardian.sim.kubeapi.resources import ResourceRegistry, ResourceType
 from guardian.sim.kubeapi.store import Clock, Obj, Store
 from guardian.sim.kubeapi.wire import KubeHTTPServer
-from guardian.sim.lifecycle import StopOnExit
+from guardian_common.stop_on_exit import StopOnExit
 
 DEFAULT_NAMESPACES = ("default", "kube-system")
 

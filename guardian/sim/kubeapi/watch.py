@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from guardian.sim.kubeapi import errors
-from guardian.sim.kubeapi.routing import ResourceRoute
 from guardian.sim.kubeapi.selectors import compile_filter
 from guardian.sim.kubeapi.store import Obj, Store, Subscription
+from guardian.sim.kubeapi.urls import ResourceRoute
 
 DEFAULT_TIMEOUT_S = 1800.0
 _POLL_S = 0.2

@@ -25,8 +25,8 @@ from guardian.sim.kubeapi.resources import (
     api_resource_list,
     api_versions,
 )
-from guardian.sim.kubeapi.routing import Discovery, ResourceRoute, parse_path
 from guardian.sim.kubeapi.store import Store
+from guardian.sim.kubeapi.urls import Discovery, ResourceRoute, parse_path
 from guardian.sim.kubeapi.watch import plan_watch, stream_watch
 
 logger = logging.getLogger(__name__)

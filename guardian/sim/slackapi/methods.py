@@ -12,7 +12,7 @@ import binascii
 from collections.abc import Callable
 from typing import Any
 
-from guardian.sim.slackapi.blocks import parse_content
+from guardian.sim.slackapi.content_limits import parse_content
 from guardian.sim.slackapi.errors import ApiError, Throttled
 from guardian.sim.slackapi.faults import ChannelPacer
 from guardian.sim.slackapi.workspace import (

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-from guardian.sim.lifecycle import StopOnExit
 from guardian.sim.slackapi.errors import ApiError, Throttled
 from guardian.sim.slackapi.faults import WEBHOOK, ChannelPacer, Fault, Faults
 from guardian.sim.slackapi.methods import WebApi
 from guardian.sim.slackapi.webhooks import Webhooks
 from guardian.sim.slackapi.wire import Reply, fault_reply, json_reply, parse_body, text_reply
 from guardian.sim.slackapi.workspace import Channel, Message, Workspace
+from guardian_common.stop_on_exit import StopOnExit
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import secrets
 import threading
 from typing import Any
 
-from guardian.sim.slackapi.blocks import parse_content
+from guardian.sim.slackapi.content_limits import parse_content
 from guardian.sim.slackapi.errors import WEBHOOK_STATUS, ApiError, Throttled
 from guardian.sim.slackapi.faults import WEBHOOK, Fault, Faults
 from guardian.sim.slackapi.methods import WebApi

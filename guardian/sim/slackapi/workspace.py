@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from guardian.sim.slackapi.blocks import Content
+from guardian.sim.slackapi.content_limits import Content
 from guardian.sim.slackapi.errors import ApiError
 
 Via = Literal["api", "webhook"]

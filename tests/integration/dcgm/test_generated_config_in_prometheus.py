@@ -20,8 +20,8 @@ from guardian.engine.dcgm_config import (
     ServiceDiscovery,
     prometheus_config,
 )
-from guardian.model.grouping import GroupingOptions
-from guardian.sim.prometheus import PrometheusBinaries
+from guardian.sim.prometheus_server import PrometheusBinaries
+from guardian_common.grouping import GroupingOptions
 from tests.helpers import prom_get
 from tests.plugins.prometheus_fixture import PrometheusFactory
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from guardian.app.demo.profile import DemoProfile, write_profile_rules
-from guardian.sim.prometheus import PrometheusBinaries
+from guardian.demo.profile import DemoProfile, write_profile_rules
+from guardian.sim.prometheus_server import PrometheusBinaries
 
 ROOT = Path(__file__).resolve().parents[3]
 

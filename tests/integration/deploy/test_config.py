@@ -13,14 +13,14 @@ import yaml
 
 from exporter.app.settings import SOURCES, settings_from
 from exporter.cli import build_parser as exporter_parser
-from guardian.app.notify.settings import SlackSettings
-from guardian.app.remediation.policies import load_policies
-from guardian.app.remediation.settings import RemediationSettings
-from guardian.app.settings import ENV_PREFIX, Settings, parse_settings
-from guardian.app.wiring import read_rule_files
+from guardian.app.remediation.policy_files import load_policies
+from guardian.app.rules.build import read_rule_files
+from guardian.app.settings.config_file import ENV_PREFIX, Settings, parse_settings
+from guardian.app.settings.remediation import RemediationSettings
+from guardian.app.settings.slack import SlackSettings
 from guardian.cli import build_parser as guardian_parser
-from guardian.model.grouping import sanitize_label_key
 from guardian.model.policies import Mode
+from guardian_common.grouping import sanitize_label_key
 
 from .conftest import KUSTOMIZATIONS, Build, Obj
 

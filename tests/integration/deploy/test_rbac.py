@@ -27,7 +27,7 @@ from guardian.adapters.kube.rest import KubeRest
 from guardian.app.remediation.leader import LeaseElector
 from guardian.model.labels import LabelSet
 from guardian.model.reclaim import ActionKind, PlannedAction
-from guardian.model.remediation import LadderStep, WorkloadRef
+from guardian.model.remediation_events import LadderStep, WorkloadRef
 from guardian.sim.kubeapi import FakeKubeAPI, ResourceType, ScaleSpec
 from guardian.sim.kubeapi import builders as b
 

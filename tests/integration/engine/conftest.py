@@ -51,8 +51,8 @@ def write_rules(path: Path, text: str) -> Path:
 
 
 def load_groups(path: Path, default_interval: float = 60.0) -> list[Any]:
-    from guardian.engine.group_eval import CompiledGroup
-    from guardian.engine.rule_loader import parse_rule_file
+    from guardian.engine.rules.group_eval import CompiledGroup
+    from guardian.engine.rules.loader import parse_rule_file
 
     rule_file = parse_rule_file(path.read_text(encoding="utf-8"), str(path))
     return [CompiledGroup.compile(g, default_interval) for g in rule_file.groups]
@@ -69,8 +69,8 @@ def make_engine(
 ) -> Any:
     from guardian.adapters.alert_store import AlertStore
     from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
-    from guardian.app.rule_engine import RuleEngine
-    from guardian.engine.alerting import TemplateEnv
+    from guardian.app.rules.runtime import RuleEngine
+    from guardian.engine.rules.alerting import TemplateEnv
 
     querier = PrometheusQuerier(PrometheusAccess(url, timeout_seconds=timeout))
     store = AlertStore.open(str(state)) if state is not None else None

@@ -10,7 +10,7 @@ import pytest
 
 from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
 from guardian.model.alerts import EvaluationHealth, GroupEvaluation, TransitionKind
-from guardian.sim.prometheus import free_loopback_port
+from guardian.sim.prometheus_server import free_loopback_port
 from tests.integration.engine.conftest import (
     STEP,
     T0,

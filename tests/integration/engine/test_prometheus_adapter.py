@@ -13,7 +13,7 @@ from guardian.adapters.prometheus import (
     QueryFailedError,
     QueryRejectedError,
 )
-from guardian.sim.prometheus import free_loopback_port
+from guardian.sim.prometheus_server import free_loopback_port
 from tests.integration.engine.conftest import T0, openmetrics, series
 
 pytestmark = pytest.mark.e2e

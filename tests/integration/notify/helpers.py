@@ -17,7 +17,7 @@ from guardian.model.alerts import (
     TransitionKind,
 )
 from guardian.model.labels import LabelSet
-from guardian.model.remediation import (
+from guardian.model.remediation_events import (
     LadderStep,
     RemediationEvent,
     StepOutcome,

@@ -18,9 +18,9 @@ from guardian.adapters.slack.transport import (
     WebhookTransport,
 )
 from guardian.app.notify import SlackNotifier
-from guardian.model.errors import ConfigError
-from guardian.model.remediation import LadderStep
+from guardian.model.remediation_events import LadderStep
 from guardian.sim.slackapi import WEBHOOK, FakeSlack
+from guardian_common.errors import ConfigError
 from tests.integration.notify.helpers import (
     ALERTS,
     T0,

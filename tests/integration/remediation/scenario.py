@@ -21,11 +21,11 @@ from guardian.app.remediation.build import (
     engine_alerts,
     pipeline_group_names,
 )
-from guardian.app.remediation.settings import LeaderElectionSettings, RemediationSettings
-from guardian.app.rule_engine import RuleEngine
-from guardian.engine.alerting import TemplateEnv
-from guardian.engine.group_eval import CompiledGroup
-from guardian.engine.rule_loader import parse_rule_file
+from guardian.app.rules.runtime import RuleEngine
+from guardian.app.settings.remediation import LeaderElectionSettings, RemediationSettings
+from guardian.engine.rules.alerting import TemplateEnv
+from guardian.engine.rules.group_eval import CompiledGroup
+from guardian.engine.rules.loader import parse_rule_file
 from guardian.sim.kubeapi import FakeKubeAPI
 from guardian.sim.kubeapi import builders as b
 from guardian.sim.openmetrics import Sample, render_openmetrics

@@ -17,7 +17,7 @@ from guardian.cli import main as guardian_main
 from guardian.model.labels import LabelSet
 from guardian.model.policies import Annotations
 from guardian.model.reclaim import PlannedAction
-from guardian.model.remediation import LadderStep, RemediationEvent, StepOutcome, WorkloadRef
+from guardian.model.remediation_events import LadderStep, RemediationEvent, StepOutcome, WorkloadRef
 from guardian.sim.kubeapi import FakeKubeAPI
 from guardian.sim.kubeapi import builders as b
 

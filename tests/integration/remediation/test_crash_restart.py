@@ -16,7 +16,7 @@ import pytest
 
 from guardian.adapters.ledger import Ledger
 from guardian.model.policies import Annotations
-from guardian.model.remediation import LadderStep, StepOutcome, WorkloadRef
+from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
 from guardian.sim.kubeapi import FakeKubeAPI
 
 from .scenario import POLICY, ROOT, fleet_metrics, seed_cluster

@@ -14,7 +14,7 @@ from guardian.app.remediation.restore import restore_workload
 from guardian.app.remediation.status import build_status
 from guardian.cli import main as guardian_main
 from guardian.model.policies import NOTEBOOK_STOPPED, Annotations
-from guardian.model.remediation import LadderStep, StepOutcome, WorkloadRef
+from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
 from guardian.sim.kubeapi import FakeKubeAPI
 
 from .scenario import POLICY, Controller, at, fleet_metrics, seed_cluster, start_controller

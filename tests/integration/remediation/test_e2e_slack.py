@@ -17,9 +17,9 @@ import yaml
 
 from guardian.app.controller import ControllerParts
 from guardian.app.remediation.restore import restore_workload
-from guardian.app.settings import load_settings
-from guardian.app.wiring import build_engine
-from guardian.model.remediation import WorkloadRef
+from guardian.app.rules.build import build_engine
+from guardian.app.settings.config_file import load_settings
+from guardian.model.remediation_events import WorkloadRef
 from guardian.sim.kubeapi import FakeKubeAPI
 from guardian.sim.slackapi import Channel, FakeSlack
 

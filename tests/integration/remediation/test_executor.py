@@ -9,13 +9,13 @@ import pytest
 from guardian.adapters.kube.executor import Executor
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.kube.rest import Conflict, Forbidden, KubeRest, NotFound, Unavailable
-from guardian.model.errors import PermanentError, TransientError
 from guardian.model.labels import LabelSet
 from guardian.model.policies import NOTEBOOK_STOPPED, Annotations
 from guardian.model.reclaim import ActionKind, PlannedAction
-from guardian.model.remediation import LadderStep, StepOutcome, WorkloadRef
+from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
 from guardian.sim.kubeapi import FakeKubeAPI
 from guardian.sim.kubeapi import builders as b
+from guardian_common.errors import PermanentError, TransientError
 
 from .conftest import LWS
 

@@ -12,12 +12,12 @@ from guardian.adapters.kube.executor import Executor
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.ledger import Ledger
 from guardian.app.remediation.loop import RemediationLoop
-from guardian.engine.planner import PlannerSettings
+from guardian.engine.remediation import PlannerSettings
 from guardian.model.alerts import EvaluationHealth, GroupEvaluation, RuleOutcome
 from guardian.model.labels import LabelSet
 from guardian.model.policies_load import parse_policies
 from guardian.model.reclaim import FiringAlert
-from guardian.model.remediation import LadderStep, StepOutcome, WorkloadRef
+from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
 from guardian.sim.kubeapi import FakeKubeAPI
 from guardian.sim.kubeapi import builders as b
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from guardian.adapters.kube.reader import KubeReader
-from guardian.app.owner_context import OwnerLookup
+from guardian.app.notify.owner_context import OwnerLookup
 from guardian.model.labels import LabelSet
 from guardian.model.notifications import MENTION_ANNOTATION
-from guardian.model.remediation import WorkloadRef
+from guardian.model.remediation_events import WorkloadRef
 from guardian.sim.kubeapi import FakeKubeAPI
 from guardian.sim.kubeapi import builders as b
 

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from guardian.adapters.remote_write import RemoteWriteClient
-from guardian.engine.alert_series import build_alert_series, stale_series
+from guardian.engine.rules.alert_series import build_alert_series, stale_series
 from guardian.model.alerts import AlertState
-from guardian.model.errors import PermanentError
 from guardian.model.series import ActiveAlertSample, TimeSeries
+from guardian_common.errors import PermanentError
 from tests.helpers import prom_get
 from tests.plugins.prometheus_fixture import PrometheusFactory
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.engine.allocation import (
+from exporter.engine.allocation_mapping import (
     allocations_from_devices,
     allocations_from_limits,
     is_gpu_resource,

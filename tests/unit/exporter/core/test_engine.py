@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.engine.snapshot import BuilderState, build_snapshot
+from exporter.engine.snapshot_builder import BuilderState, build_snapshot
 from exporter.engine.utilization import (
     clamp_percent,
     integrate_busy,

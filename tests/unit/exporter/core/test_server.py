@@ -18,8 +18,8 @@ from typing import Any
 import bcrypt
 import pytest
 
-from exporter.app.collector import SnapshotStore
-from exporter.app.render import RenderedSnapshot
+from exporter.app.collection import SnapshotStore
+from exporter.app.metrics import RenderedSnapshot
 from exporter.app.server import ExporterApp, HttpServer
 from exporter.model.snapshot import ExporterHealth, empty_snapshot
 

@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-from exporter.engine.enrichment import EnrichmentInput, enrich
+from exporter.engine.pod_join import EnrichmentInput, enrich
 from exporter.model.allocation import Allocation, DeviceIdKind, DeviceRef
 from exporter.model.enrichment import AllocationSeries, UnallocatedUse
 from exporter.model.pods import PodDirectory, PodInfo
 from exporter.model.snapshot import PodGpuSeries
-from guardian.model.grouping import GroupingOptions
+from guardian_common.grouping import GroupingOptions
 
 TRAIN = PodInfo("uid-train", "ml", "train-0", "Running", {"prjId": "proj-a", "tier": "gold"})
 NOTEBOOK = PodInfo("uid-nb", "ml", "notebook-0", "Running", {"app": "jupyter"})

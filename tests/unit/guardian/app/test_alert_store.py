@@ -11,8 +11,8 @@ import pytest
 from guardian.adapters.alert_store import AlertStore
 from guardian.adapters.sqlite_db import Database, MigrationSet
 from guardian.model.alerts import Alert, AlertState
-from guardian.model.errors import ConfigError
 from guardian.model.labels import LabelSet
+from guardian_common.errors import ConfigError
 
 L1 = LabelSet({"alertname": "A", "pod": "p1"})
 L2 = LabelSet({"alertname": "A", "pod": "p2"})

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from guardian.app.engine_metrics import EngineMetrics
-from guardian.app.http_api import format_api_value, rfc3339
-from guardian.app.rule_engine import RuleEngine
-from guardian.app.scheduler import GroupScheduler
-from guardian.engine.group_eval import CompiledGroup
-from guardian.engine.slots import slot_at_or_before
+from guardian.app.http_api import format_api_value
+from guardian.app.rules.metrics import EngineMetrics
+from guardian.app.rules.runtime import RuleEngine
+from guardian.app.rules.scheduler import GroupScheduler
+from guardian.engine.rules.group_eval import CompiledGroup
+from guardian.engine.rules.slots import slot_at_or_before
 from guardian.model.labels import LabelSet
 from guardian.model.query import PromSample, QueryResult
 from guardian.model.rules import AlertingRule, RuleGroup
+from guardian.model.times import rfc3339
 
 GROUP = RuleGroup("g", "rules.yaml", (AlertingRule("A", "vector(1)"),), interval_seconds=60)
 
@@ -77,5 +78,6 @@ def test_api_value_is_go_e_format(value: float, text: str) -> None:
 
 
 def test_rfc3339() -> None:
-    assert rfc3339(1_700_000_000.0) == "2023-11-14T22:13:20Z"
-    assert rfc3339(1_700_000_000.25) == "2023-11-14T22:13:20.250Z"
+    assert rfc3339(1_700_000_000.0, "ms") == "2023-11-14T22:13:20Z"
+    assert rfc3339(1_700_000_000.25, "ms") == "2023-11-14T22:13:20.250Z"
+    assert rfc3339(1_700_000_000.25) == "2023-11-14T22:13:20Z"  # annotations: whole seconds

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from guardian.app.settings import load_settings, parse_settings
-from guardian.model.errors import ConfigError, ConfigErrors
+from guardian.app.settings.config_file import load_settings, parse_settings
+from guardian_common.errors import ConfigError, ConfigErrors
 
 MINIMAL = """\
 prometheus:

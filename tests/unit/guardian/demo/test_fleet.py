@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 from exporter.sim.scenario import parse_scenario
-from guardian.app.demo.cluster import DemoCluster, deployment_state
-from guardian.app.demo.fleet import (
+from guardian.demo.cluster import DemoCluster, deployment_state
+from guardian.demo.fleet import (
     GROUP_LABEL,
     NODES,
     NOTEBOOK,

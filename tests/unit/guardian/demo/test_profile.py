@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from guardian.app.demo.profile import (
+from guardian.demo.profile import (
     DemoProfile,
     compress_expr,
     compress_rule_file,
     compress_text,
     write_profile_rules,
 )
-from guardian.model.errors import ConfigError
+from guardian_common.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[4]
 PACK = sorted((ROOT / "rules" / "guardian").glob("*.yaml"))

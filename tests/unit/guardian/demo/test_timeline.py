@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from guardian.app.demo.timeline import (
+from guardian.demo.timeline import (
     Timeline,
     alert_subject,
     format_detail,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from guardian.engine.alerting import (
+from guardian.engine.rules.alerting import (
     COLLISION_ERROR,
     RESOLVED_RETENTION_SECONDS,
     CompiledAlertingRule,
@@ -21,10 +21,10 @@ from guardian.engine.alerting import (
     evaluate_alerting_rule,
 )
 from guardian.model.alerts import Alert, AlertState, EvaluationHealth, TransitionKind
-from guardian.model.errors import TransientError
 from guardian.model.labels import LabelSet
 from guardian.model.query import PromSample, QueryResult
 from guardian.model.rules import AlertingRule
+from guardian_common.errors import TransientError
 
 T0 = 1_700_000_000.0
 ERROR = "error"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from guardian.engine.restore import RestorePolicy, restore_for_state
+from guardian.engine.rules.for_state import RestorePolicy, restore_for_state
 from guardian.model.alerts import Alert, AlertState
 from guardian.model.labels import LabelSet
 from guardian.model.rules import AlertingRule

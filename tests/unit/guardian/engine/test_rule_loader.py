@@ -6,9 +6,9 @@ import textwrap
 
 import pytest
 
-from guardian.engine.rule_loader import parse_rule_file
-from guardian.model.errors import ConfigErrors
+from guardian.engine.rules.loader import parse_rule_file
 from guardian.model.rules import AlertingRule, RecordingRule
+from guardian_common.errors import ConfigErrors
 
 GOOD = """\
 groups:

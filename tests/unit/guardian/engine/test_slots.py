@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from guardian.engine.slots import (
+from guardian.engine.rules.slots import (
     group_hash,
     next_slot_after,
     slot_at_or_before,

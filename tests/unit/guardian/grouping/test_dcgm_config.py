@@ -21,7 +21,7 @@ from guardian.engine.dcgm_config import (
     sharing_from_device_plugin_config,
     warnings_for,
 )
-from guardian.model.grouping import GroupingError, GroupingOptions
+from guardian_common.grouping import GroupingError, GroupingOptions
 
 
 def _request(**kwargs: Any) -> DcgmConfigRequest:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from guardian.model.grouping import (
+from guardian_common.grouping import (
     GroupingError,
     GroupingOptions,
     default_allowlist,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from guardian.model.durations import format_duration, parse_duration, parse_duration_ms
+from guardian_common.durations import format_duration, parse_duration, parse_duration_ms
 
 
 @pytest.mark.parametrize(

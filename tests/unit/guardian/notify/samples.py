@@ -5,7 +5,7 @@ from __future__ import annotations
 from guardian.engine.notify.findings import FindingRules, PriceTable, new_finding, with_cost
 from guardian.model.labels import LabelSet
 from guardian.model.notifications import Finding, OwnerContext, Phase
-from guardian.model.remediation import LadderStep, StepOutcome, WorkloadRef
+from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
 
 T0 = 1_764_000_000.0  # 2025-11-24 16:00 UTC
 RULES = FindingRules(prices=PriceTable({"A100": 4.1, "H100": 9.5}, default=2.0))

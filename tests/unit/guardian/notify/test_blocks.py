@@ -27,8 +27,8 @@ from guardian.adapters.slack.blocks import (
 from guardian.engine.notify.findings import with_cost
 from guardian.engine.notify.lifecycle import summarise
 from guardian.model.notifications import HistoryEntry, Phase
-from guardian.model.remediation import LadderStep
-from guardian.sim.slackapi.blocks import parse_content
+from guardian.model.remediation_events import LadderStep
+from guardian.sim.slackapi.content_limits import parse_content
 from tests.unit.guardian.notify.samples import RULES, T0, firing, grace, reclaimed
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"

@@ -31,7 +31,7 @@ from guardian.model.notifications import (
     finding_from_dict,
     finding_to_dict,
 )
-from guardian.model.remediation import LadderStep, RemediationEvent, StepOutcome, episode_id
+from guardian.model.remediation_events import LadderStep, RemediationEvent, StepOutcome, episode_id
 from tests.unit.guardian.notify.samples import ANNOTATIONS, CONTEXT, LABELS, RULES, T0, WORKLOAD
 
 

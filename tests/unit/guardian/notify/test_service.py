@@ -30,7 +30,7 @@ from guardian.model.alerts import (
     TransitionKind,
 )
 from guardian.model.labels import LabelSet
-from guardian.model.remediation import LadderStep, RemediationEvent, StepOutcome, WorkloadRef
+from guardian.model.remediation_events import LadderStep, RemediationEvent, StepOutcome, WorkloadRef
 from tests.unit.guardian.notify.samples import ANNOTATIONS, LABELS, T0
 
 

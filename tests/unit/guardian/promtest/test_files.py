@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from guardian.app.rules_test.files import load_groups, resolve_rule_files
+from guardian.app.promtest.files import load_groups, resolve_rule_files
 from guardian.engine.promtest.model import parse_test_file
-from guardian.model.errors import ConfigErrors
+from guardian_common.errors import ConfigErrors
 
 RULES = """\
 groups:

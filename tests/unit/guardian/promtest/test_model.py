@@ -6,7 +6,7 @@ import pytest
 
 from guardian.engine.promtest.model import parse_test_file
 from guardian.engine.promtest.notation import STALE
-from guardian.model.errors import ConfigErrors
+from guardian_common.errors import ConfigErrors
 
 FILE = """\
 rule_files: [rules/*.yaml]

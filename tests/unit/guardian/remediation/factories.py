@@ -17,7 +17,7 @@ from guardian.model.reclaim import (
     PodOwner,
     WorkloadState,
 )
-from guardian.model.remediation import WorkloadRef
+from guardian.model.remediation_events import WorkloadRef
 
 NOW = 1_700_100_000.0
 GROUPS = ("idle", "pipeline")

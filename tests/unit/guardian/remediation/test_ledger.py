@@ -7,11 +7,11 @@ from pathlib import Path
 
 from guardian.adapters.alert_store import AlertStore
 from guardian.adapters.ledger import EpisodeState, Ledger
-from guardian.app.remediation.settings import RemediationSettings
 from guardian.app.remediation.status import build_status
+from guardian.app.settings.remediation import RemediationSettings
 from guardian.model.alerts import Alert, AlertState
 from guardian.model.labels import LabelSet
-from guardian.model.remediation import LadderStep, RemediationEvent, StepOutcome, WorkloadRef
+from guardian.model.remediation_events import LadderStep, RemediationEvent, StepOutcome, WorkloadRef
 
 REF = WorkloadRef("apps/v1", "Deployment", "ml", "train")
 NOW = 1_700_000_000.0

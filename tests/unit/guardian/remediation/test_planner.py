@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from guardian.engine.planner import PlannerSettings, plan
-from guardian.engine.planner.ladder import workload_episode
-from guardian.engine.planner.times import rfc3339
+from guardian.engine.remediation import PlannerSettings, plan
+from guardian.engine.remediation.ladder import workload_episode
 from guardian.model.policies import NOTEBOOK_STOPPED, Annotations, ReclaimPolicy
 from guardian.model.reclaim import (
     ActionKind,
@@ -22,7 +21,8 @@ from guardian.model.reclaim import (
     LedgerView,
     NamespaceState,
 )
-from guardian.model.remediation import LadderStep, StepOutcome
+from guardian.model.remediation_events import LadderStep, StepOutcome
+from guardian.model.times import rfc3339
 
 from .factories import (
     NOW,

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from guardian.app.remediation.policies import load_policies
+from guardian.app.remediation.policy_files import load_policies
 from guardian.cli import main as guardian_main
-from guardian.engine.planner import find_overlaps
-from guardian.model.errors import ConfigError, ConfigErrors
+from guardian.engine.remediation import find_overlaps
 from guardian.model.policies import HpaPolicy, Mode
 from guardian.model.policies_load import parse_policies
+from guardian_common.errors import ConfigError, ConfigErrors
 
 HEAD = "apiVersion: gpu-guardian.io/v1alpha1\nkind: ReclaimPolicy\n"
 ROOT = Path(__file__).resolve().parents[4]

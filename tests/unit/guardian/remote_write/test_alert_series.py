@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from guardian.engine.alert_series import build_alert_series, stale_series
+from guardian.engine.rules.alert_series import build_alert_series, stale_series
 from guardian.model.alerts import AlertState
 from guardian.model.series import STALE_NAN, ActiveAlertSample, TimeSeries, is_stale_marker
 

@@ -20,8 +20,8 @@ from guardian.adapters.remote_write import (
     decode_write_request,
     encode_write_request,
 )
-from guardian.model.errors import ConfigError, PermanentError, TransientError
 from guardian.model.series import STALE_NAN, TimeSeries, is_stale_marker
+from guardian_common.errors import ConfigError, PermanentError, TransientError
 from tests.unit.guardian.remote_write.conftest import Answer, Pki, Receiver
 
 SERIES = [

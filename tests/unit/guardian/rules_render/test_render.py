@@ -1,4 +1,4 @@
-"""``guardian.engine.rulerender``: CRD-valid, deterministic, split at the size limit."""
+"""``guardian.engine.rules.render``: CRD-valid, deterministic, split at the size limit."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from guardian.engine.rule_loader import parse_rule_file
-from guardian.engine.rulerender import (
+from guardian.engine.rules.loader import parse_rule_file
+from guardian.engine.rules.render import (
     MANAGED_BY_LABEL,
     RenderError,
     RenderOptions,

@@ -1,0 +1,82 @@
+"""The test Prometheus of one test group: backfilled input, and out-of-order ingestion on.
+
+Input series are backfilled (``promtool tsdb create-blocks-from openmetrics``) around unix
+time 0, where promtool puts them. The engine's own output (``ALERTS``,
+``ALERTS_FOR_STATE``, recording-rule results and their staleness markers) is then
+remote-written at the same timestamps, so that queries see it exactly where promtool's
+storage would have it. Prometheus's head refuses samples older than the newest backfilled
+block ("out of bounds"), so the server is reloaded with
+``storage.tsdb.out_of_order_time_window`` set, which 2.39+ accepts and which keeps
+staleness markers. Timestamps are never shifted, so ``time()``, ``timestamp()`` and
+``ALERTS_FOR_STATE`` values are those promtool gives.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import requests
+import yaml
+
+from guardian.engine.promtest.model import TestGroup
+from guardian.engine.promtest.notation import STALE
+from guardian.sim.openmetrics import Sample, render_openmetrics
+from guardian.sim.prometheus_server import (
+    LocalPrometheus,
+    PrometheusBinaries,
+    PrometheusOptions,
+    start_prometheus,
+)
+from guardian_common.durations import format_duration
+from guardian_common.errors import PermanentError
+
+OUT_OF_ORDER_WINDOW = "100y"
+
+
+class UnsupportedTestError(PermanentError):
+    """The test needs something backfill cannot do (staleness markers)."""
+
+
+def input_samples(group: TestGroup) -> list[Sample]:
+    samples: list[Sample] = []
+    for series in group.input_series:
+        labels = dict(series.labels)
+        name = labels.pop("__name__", "")
+        if not name:
+            raise PermanentError(f"input series {series.labels} (line {series.line}) has no name")
+        for index, point in enumerate(series.points):
+            if point is None:
+                continue
+            if point is STALE:
+                raise UnsupportedTestError("input_series use 'stale'")
+            assert isinstance(point, float)  # noqa: S101 - narrowed by the checks above
+            timestamp = index * group.interval_ms / 1000
+            samples.append(Sample(name, labels, timestamp, point))
+    return samples
+
+
+def start_test_prometheus(
+    workdir: Path,
+    group: TestGroup,
+    evaluation_interval_ms: int,
+    binaries: PrometheusBinaries,
+) -> LocalPrometheus:
+    """A Prometheus holding the group's input, ready for remote writes at any timestamp."""
+    samples = input_samples(group)
+    options = PrometheusOptions(
+        openmetrics=render_openmetrics(samples) if samples else None,
+        # The server's evaluation_interval is the default subquery step, as promtool's.
+        evaluation_interval=format_duration(evaluation_interval_ms / 1000),
+    )
+    prom = start_prometheus(workdir, options, binaries=binaries)
+    try:
+        config = yaml.safe_load(prom.config_path.read_text(encoding="utf-8")) or {}
+        config["storage"] = {"tsdb": {"out_of_order_time_window": OUT_OF_ORDER_WINDOW}}
+        prom.config_path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+        response = requests.post(f"{prom.url}/-/reload", timeout=30)
+        if response.status_code != 200:
+            raise PermanentError(f"prometheus refused the reload: {response.text.strip()}")
+    except BaseException:
+        prom.stop()
+        raise
+    return prom

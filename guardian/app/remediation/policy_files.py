@@ -1,0 +1,67 @@
+"""Read ReclaimPolicy files: every finding of every file, each with file, line and field."""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Sequence
+
+from guardian.app.config_files import parse_files
+from guardian.engine.remediation import find_overlaps
+from guardian.model.policies import Mode, ReclaimPolicy
+from guardian.model.policies_load import check_unique, parse_policies
+from guardian_common.errors import ConfigError
+
+
+def expand(patterns: Sequence[str]) -> list[str]:
+    files: list[str] = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(pattern)) if any(c in pattern for c in "*?[") else [pattern]
+        if not matches:
+            raise ConfigError(f"no policy file matches {pattern!r}", field="policy_files")
+        files.extend(m for m in matches if m not in files)
+    return files
+
+
+def load_policies(patterns: Sequence[str]) -> list[ReclaimPolicy]:
+    policies = [p for batch in parse_files(expand(patterns), parse_policies) for p in batch]
+    check_unique(policies)
+    return policies
+
+
+def describe(policy: ReclaimPolicy) -> str:
+    spec = policy.spec
+    ladder = spec.ladder
+    steps = [s for s, on in (("notify", ladder.notify), ("annotate", ladder.annotate)) if on]
+    if ladder.reclaim:
+        steps.append(f"reclaim after {ladder.grace_period:.0f}s")
+    scope = ", ".join(spec.scope.namespaces) or "all namespaces"
+    return (
+        f"{policy.name} ({policy.source}): priority {spec.priority}, mode {spec.mode.value}, "
+        f"{scope}; ladder: {' → '.join(steps)}; warm-up {spec.warmup:.0f}s"
+    )
+
+
+def check_report(patterns: Sequence[str]) -> tuple[int, list[str], list[str]]:
+    """(number of policies, lines to print, problems). Raises ConfigErrors for invalid files."""
+    policies = load_policies(patterns)
+    lines = [describe(p) for p in sorted(policies, key=lambda p: p.name)]
+    problems: list[str] = []
+    lines += [
+        f"note: {p.name} enforces on every alert with {p.spec.alerts.match_labels} "
+        "(GpuMemoryUnderutilized too); list alerts.names to act on idleness only"
+        for p in policies
+        if p.spec.mode is Mode.ENFORCE and not p.spec.alerts.names and p.spec.ladder.reclaim
+    ]
+    for overlap in find_overlaps(policies):
+        text = (
+            f"overlap: {overlap.winner.name} and {overlap.loser.name} can both match "
+            f"({overlap.why}); {overlap.winner.name} wins"
+        )
+        if overlap.ambiguous:
+            problems.append(
+                f"{text} only by specificity or name at the same priority "
+                f"{overlap.winner.spec.priority}: give one a higher priority"
+            )
+        else:
+            lines.append(f"{text} by priority")
+    return len(policies), lines, problems

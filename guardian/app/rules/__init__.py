@@ -1,0 +1,1 @@
+"""The rules pipeline's wiring: the running engine, its scheduler, metrics and commands."""

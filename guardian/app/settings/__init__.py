@@ -1,0 +1,1 @@
+"""The controller's settings: one YAML file, one section per pipeline, ``GUARDIAN_*`` overrides."""

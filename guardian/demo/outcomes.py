@@ -1,0 +1,194 @@
+"""The outcomes the demo promises, each checked against what the observers recorded."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from guardian.demo.fleet import (
+    DOOMED_NODE,
+    INFERENCE,
+    NOTEBOOK,
+    SWEEP,
+    TRAINING,
+    UNLABELLED,
+    WORKLOADS,
+)
+from guardian.demo.observers import AlertObserver, KubeObserver, LedgerObserver
+from guardian.sim.slackapi import FakeSlack, Message
+
+ORIGINAL = "gpu-guardian.io/original-replicas"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    name: str
+    ok: bool | None  # None: not checked (e.g. Slack checks when sending to real Slack)
+    detail: str
+
+    def line(self) -> str:
+        mark = {True: "✓", False: "✗", None: "-"}[self.ok]
+        return f"  {mark} {self.name}: {self.detail}"
+
+
+@dataclass
+class Evidence:
+    """Everything the checks read."""
+
+    alerts: AlertObserver
+    ledger: LedgerObserver
+    kube: KubeObserver
+    slack: FakeSlack | None
+    channel: str
+    doomed_instance: str
+    unassigned_series: int = 0  # series with gpu_group="unassigned" for the unlabelled pod
+    restore_output: str = ""
+    killed: bool = False
+
+
+def _parents(ev: Evidence, needle: str) -> list[Message]:
+    if ev.slack is None:
+        return []
+    return [m for m in ev.slack.messages(ev.channel) if needle in m.text]
+
+
+def notebook_notified(ev: Evidence) -> Outcome:
+    name = "idle notebook notified"
+    notes = ev.ledger.find(NOTEBOOK.ref, "notify")
+    fired = ev.alerts.ever("GpuIdle", namespace=NOTEBOOK.namespace, workload=NOTEBOOK.name)
+    ok = bool(notes) and bool(fired)
+    return Outcome(name, ok, f"GpuIdle fired {len(fired)}x, notify steps applied: {len(notes)}")
+
+
+def notebook_annotated(ev: Evidence) -> Outcome:
+    steps = ev.ledger.find(NOTEBOOK.ref, "annotate")
+    flagged = [
+        a
+        for r, a in ev.kube.ever(NOTEBOOK.namespace, NOTEBOOK.name)
+        if r == NOTEBOOK.replicas and "gpu-guardian.io/flagged-at" in a
+    ]
+    detail = f"annotate steps applied: {len(steps)}; flagged while still running: {bool(flagged)}"
+    return Outcome("idle notebook annotated", bool(steps) and bool(flagged), detail)
+
+
+def notebook_reclaimed(ev: Evidence) -> Outcome:
+    zero = [a for r, a in ev.kube.ever(NOTEBOOK.namespace, NOTEBOOK.name) if r == 0]
+    recorded = zero[0].get(ORIGINAL) if zero else None
+    ok = recorded == str(NOTEBOOK.replicas)
+    detail = f"scaled to 0 with {ORIGINAL}={recorded}" if zero else "never scaled to 0"
+    return Outcome("idle notebook reclaimed", ok, detail)
+
+
+def _untouched(ev: Evidence, ns: str, name: str, replicas: int) -> tuple[bool, str]:
+    states = ev.kube.ever(ns, name)
+    changed = [s for s in states if s != (replicas, {})]
+    steps = [e for e in ev.ledger.events if (e.workload.namespace, e.workload.name) == (ns, name)]
+    if changed or steps:
+        return False, f"changed: {changed[:2]}, ledger steps: {[e.step.value for e in steps]}"
+    return True, f"replicas stayed {replicas}, no annotations, no ladder steps"
+
+
+def training_untouched(ev: Evidence) -> Outcome:
+    ok, detail = _untouched(ev, TRAINING.namespace, TRAINING.name, TRAINING.replicas)
+    idle = ev.alerts.ever(
+        "GpuIdle", state="pending", namespace=TRAINING.namespace, workload=TRAINING.name
+    )
+    if idle:
+        ok, detail = False, f"GpuIdle went pending for the busy training: {idle[0]}"
+    return Outcome("busy training untouched", ok, detail)
+
+
+def inference_notify_only(ev: Evidence) -> Outcome:
+    fired = ev.alerts.ever(
+        "GpuMemoryUnderutilized", namespace=INFERENCE.namespace, workload=INFERENCE.name
+    )
+    ok, detail = _untouched(ev, INFERENCE.namespace, INFERENCE.name, INFERENCE.replicas)
+    ok = ok and bool(fired)
+    if not fired:
+        detail = "GpuMemoryUnderutilized never fired for it"
+    elif ev.slack is not None:
+        posted = _parents(ev, "GpuMemoryUnderutilized")
+        ok = ok and bool(posted)
+        detail = f"GpuMemoryUnderutilized fired and posted ({len(posted)} message); {detail}"
+    return Outcome("low-memory inference: memory alert, notify only", ok, detail)
+
+
+def unlabelled_pod_grouped(ev: Evidence) -> Outcome:
+    ok = ev.unassigned_series > 0
+    who = f"{UNLABELLED.namespace}/{UNLABELLED.name}"
+    detail = f'{ev.unassigned_series} series of {who} carry gpu_group="unassigned"'
+    return Outcome("pod without group label: gpu_group=unassigned", ok, detail)
+
+
+def dead_exporter(ev: Evidence) -> Outcome:
+    pipeline = ev.alerts.ever("GpuExporterDown", instance=ev.doomed_instance)
+    pipeline += ev.alerts.ever("GpuExporterDown", node=DOOMED_NODE)
+    pipeline += ev.alerts.ever("GpuExporterStale", node=DOOMED_NODE)
+    on_node = [w for w in WORKLOADS if any(p.node == DOOMED_NODE for p in w.placements)]
+    reclaims = [e for w in on_node for e in ev.ledger.find(w.ref, "reclaim")]
+    scaled = [
+        w.ref for w in on_node if any(r != w.replicas for r, _ in ev.kube.ever(w.namespace, w.name))
+    ]
+    names = sorted(
+        {a["alertname"] + (f"({a['reason']})" if a.get("reason") else "") for a in pipeline}
+    )
+    ok = ev.killed and bool(pipeline) and not reclaims and not scaled
+    touched = [e.workload.name for e in reclaims] + scaled
+    detail = (
+        f"pipeline alerts fired: {', '.join(names) or 'none'}; "
+        f"reclaimed on {DOOMED_NODE}: {', '.join(touched) or 'nothing'}"
+    )
+    return Outcome(f"dead exporter on {DOOMED_NODE}", ok, detail)
+
+
+def slack_threads(ev: Evidence) -> Outcome:
+    name = "Slack: one parent per episode, updated, with a thread"
+    if ev.slack is None:
+        return Outcome(name, None, "not checked: sent to real Slack")
+    parents = _parents(ev, NOTEBOOK.name)
+    if len(parents) != 1:
+        return Outcome(name, False, f"{len(parents)} parent messages for {NOTEBOOK.name}")
+    p = parents[0]
+    ok = p.update_count >= 2 and len(p.replies) >= 2
+    sweep = _parents(ev, SWEEP.name)
+    if len(sweep) > 1:
+        ok = False
+    detail = (
+        f"{NOTEBOOK.name}: 1 parent, {p.update_count} updates, {len(p.replies)} thread replies; "
+        f"{SWEEP.name}: {len(sweep)} parent"
+    )
+    return Outcome(name, ok, detail)
+
+
+def restored(ev: Evidence) -> Outcome:
+    states = ev.kube.ever(NOTEBOOK.namespace, NOTEBOOK.name)
+    last = states[-1] if states else None
+    zero_seen = any(r == 0 for r, _ in states)
+    ok = bool(
+        zero_seen
+        and last is not None
+        and last[0] == NOTEBOOK.replicas
+        and ORIGINAL not in last[1]
+        and "gpu-guardian.io/restored-at" in last[1]
+    )
+    detail = f"replicas now {last[0] if last else '?'} (original {NOTEBOOK.replicas})"
+    if ev.restore_output:
+        detail += f"; guardian restore said: {ev.restore_output.strip().splitlines()[-1]}"
+    return Outcome("restore brings back the exact replicas", ok, detail)
+
+
+CHECKS: tuple[Callable[[Evidence], Outcome], ...] = (
+    notebook_notified,
+    notebook_annotated,
+    notebook_reclaimed,
+    training_untouched,
+    inference_notify_only,
+    unlabelled_pod_grouped,
+    dead_exporter,
+    slack_threads,
+    restored,
+)
+
+
+def check_all(ev: Evidence) -> list[Outcome]:
+    return [check(ev) for check in CHECKS]

@@ -1,0 +1,208 @@
+"""The demo's story, driven by what actually happens (never by fixed sleeps):
+
+1. wait for Prometheus's first scrape of both exporters;
+2. watch the idle notebook go through notify → annotate → grace → reclaim;
+3. once it is reclaimed and the node2 sweep's owner was notified (its reclaim now due a
+   grace period later), kill node2's exporter;
+4. once a pipeline alert fires for it, restore the notebook with ``guardian restore``;
+5. finish when the notebook runs again, the inference pod's memory alert has fired, and
+   Slack has been quiet for a moment; or give up at the deadline.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from guardian.demo import config as cfg
+from guardian.demo.fleet import (
+    DOOMED_NODE,
+    INFERENCE,
+    NODES,
+    NOTEBOOK,
+    SWEEP,
+    TRAINING,
+    UNLABELLED,
+)
+from guardian.demo.observers import (
+    AlertObserver,
+    Event,
+    KubeObserver,
+    LedgerObserver,
+    SlackObserver,
+    prometheus_query,
+)
+from guardian.demo.outcomes import Evidence
+from guardian.demo.stack import DemoStack, need
+from guardian.demo.timeline import Timeline
+
+logger = logging.getLogger(__name__)
+
+TICK_S = 0.5
+QUIET_S = 4.0  # Slack silent this long at the end: the outbox has drained
+SWEEP_WAIT_S = 20.0  # after the reclaim, how long the kill waits for the sweep's notice
+
+
+class DemoAborted(Exception):
+    """A process the demo needs exited early."""
+
+
+@dataclass
+class DemoScript:
+    stack: DemoStack
+    timeline: Timeline
+    deadline: float  # monotonic
+    monotonic: Callable[[], float] = time.monotonic
+    evidence: Evidence = field(init=False)
+    slack_obs: SlackObserver | None = None
+    _first_scrape: bool = False
+    _reclaimed_at: float | None = None
+    _restored: bool = False
+    _last_event: float = 0.0
+
+    def __post_init__(self) -> None:
+        s = self.stack
+        self.prometheus = need(s.prometheus, "Prometheus")
+        self.cluster = need(s.cluster, "the fake API")
+        self.procs = need(s.procs, "the process group")
+        self.config_path = need(s.config_path, "the engine")
+        self.kubeconfig = need(s.kubeconfig, "the fake API")
+        self.alerts = AlertObserver(s.engine_url)
+        self.ledger = LedgerObserver(s.workdir / "state.db")
+        deployments = [(w.namespace, w.name) for w in (TRAINING, NOTEBOOK, INFERENCE, SWEEP)]
+        self.kube = KubeObserver(self.cluster.kube, deployments)
+        if s.slack is not None:
+            self.slack_obs = SlackObserver(s.slack, s.channel)
+        self.evidence = Evidence(
+            alerts=self.alerts,
+            ledger=self.ledger,
+            kube=self.kube,
+            slack=s.slack,
+            channel=s.channel,
+            doomed_instance=s.exporter_instance(DOOMED_NODE),
+        )
+
+    # ------------------------------------------------------------ the loop
+    def run(self) -> bool:
+        """True when the story reached its end before the deadline."""
+        self._last_event = self.monotonic()
+        try:
+            while self.monotonic() < self.deadline:
+                self._tick()
+                if self._finished():
+                    return True
+                time.sleep(TICK_S)
+            self.timeline.event("demo", "deadline reached before the story ended")
+            return False
+        finally:
+            self.ledger.close()
+
+    def _emit(self, events: list[Event]) -> None:
+        for source, text, detail in events:
+            self.timeline.event(source, text, detail)
+            self._last_event = self.monotonic()
+
+    def _say(self, source: str, text: str, detail: list[str] | None = None) -> None:
+        self._emit([(source, text, detail or [])])
+
+    def _tick(self) -> None:
+        self._check_alive()
+        if not self._first_scrape:
+            self._await_first_scrape()
+        self._emit(self.alerts.poll())
+        self._emit(self.ledger.poll())
+        self._emit(self.kube.poll())
+        if self.slack_obs is not None:
+            self._emit(self.slack_obs.poll())
+        self._controller()
+        self._unassigned()
+        self._maybe_kill()
+        self._maybe_restore()
+
+    def _check_alive(self) -> None:
+        s = self.stack
+        required = [
+            c for n, c in s.exporters.items() if n != DOOMED_NODE or not self.evidence.killed
+        ]
+        if s.engine is not None:
+            required.append(s.engine)
+        for child in required:
+            if not child.running():
+                raise DemoAborted(f"{child.name} exited early:\n{child.log_tail()}")
+        if s.prometheus is not None and not s.prometheus.is_running():
+            raise DemoAborted(f"prometheus exited early:\n{s.prometheus.log_tail()}")
+
+    def _await_first_scrape(self) -> None:
+        up = prometheus_query(self.prometheus.url, f'up{{job="{cfg.EXPORTER_JOB}"}} == 1')
+        if len(up) == len(NODES):
+            self._first_scrape = True
+            self._say("prometheus", f"first scrape: {len(up)} exporter targets up")
+
+    def _controller(self) -> None:
+        self._emit([("kubernetes", change, []) for change in self.cluster.sync()])
+        replicas = self.kube.last.get((NOTEBOOK.namespace, NOTEBOOK.name), (1, {}))[0]
+        if replicas == 0 and self._reclaimed_at is None:
+            self._reclaimed_at = self.monotonic()
+
+    def _unassigned(self) -> None:
+        if self.evidence.unassigned_series or not self._first_scrape:
+            return
+        query = (
+            f'{{__name__=~"guardian_pod_.+", namespace="{UNLABELLED.namespace}", '
+            f'pod="{UNLABELLED.name}", gpu_group="unassigned"}}'
+        )
+        found = prometheus_query(self.prometheus.url, query)
+        if found:
+            self.evidence.unassigned_series = len(found)
+            names = sorted({r["metric"]["__name__"] for r in found})
+            who = f"{UNLABELLED.namespace}/{UNLABELLED.name}"
+            text = f'{who} has no group label: gpu_group="unassigned" on {len(found)} series'
+            self._say("prometheus", text, [", ".join(names)])
+
+    def _maybe_kill(self) -> None:
+        if self.evidence.killed or self._reclaimed_at is None:
+            return
+        sweep_fired = bool(
+            self.alerts.ever("GpuIdle", namespace=SWEEP.namespace, workload=SWEEP.name)
+        )
+        waited = self.monotonic() - self._reclaimed_at
+        if not sweep_fired and waited < SWEEP_WAIT_S:
+            return
+        child = self.stack.exporters[DOOMED_NODE]
+        self.procs.kill(child)
+        self.evidence.killed = True
+        text = f"killed the exporter of {DOOMED_NODE} (pid {child.pid}, SIGKILL)"
+        self._say("exporter", text + ": its GPUs go unwatched")
+
+    def _pipeline_alert_firing(self) -> bool:
+        ev = self.evidence
+        return bool(
+            self.alerts.ever("GpuExporterDown", instance=ev.doomed_instance)
+            or self.alerts.ever("GpuExporterDown", node=DOOMED_NODE)
+            or self.alerts.ever("GpuExporterStale", node=DOOMED_NODE)
+        )
+
+    def _maybe_restore(self) -> None:
+        if self._restored or not self.evidence.killed or not self._pipeline_alert_firing():
+            return
+        target = f"{NOTEBOOK.namespace}/Deployment/{NOTEBOOK.name}"
+        # Its log lines stay in its log file; the timeline shows its answer.
+        argv = ["guardian", "--log-level", "WARNING", "restore", target]
+        argv += ["--config", str(self.config_path)]
+        argv += ["--kubeconfig", str(self.kubeconfig)]
+        self._say("restore", f"$ guardian restore {target} --config guardian.yaml")
+        code, output = self.procs.run("guardian-restore", argv, timeout=60)
+        self._restored = True
+        self.evidence.restore_output = output
+        lines = [line for line in output.splitlines() if line.strip()][-3:]
+        self._say("restore", f"exit status {code}", lines)
+
+    def _finished(self) -> bool:
+        replicas = self.kube.last.get((NOTEBOOK.namespace, NOTEBOOK.name), (0, {}))[0]
+        memory = self.alerts.ever(
+            "GpuMemoryUnderutilized", namespace=INFERENCE.namespace, workload=INFERENCE.name
+        )
+        quiet = self.monotonic() - self._last_event >= QUIET_S
+        return self._restored and replicas == NOTEBOOK.replicas and bool(memory) and quiet

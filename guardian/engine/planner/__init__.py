@@ -1,6 +1,0 @@
-"""The pure remediation planner: alerts + policies + cluster snapshot + ledger + now → plan."""
-
-from guardian.engine.planner.ladder import PlannerSettings, plan
-from guardian.engine.planner.matching import Overlap, find_overlaps, select_policy
-
-__all__ = ["Overlap", "PlannerSettings", "find_overlaps", "plan", "select_policy"]

@@ -1,0 +1,6 @@
+"""The pure remediation planner: alerts + policies + cluster snapshot + ledger + now → plan."""
+
+from guardian.engine.remediation.ladder import PlannerSettings, plan
+from guardian.engine.remediation.matching import Overlap, find_overlaps, select_policy
+
+__all__ = ["Overlap", "PlannerSettings", "find_overlaps", "plan", "select_policy"]

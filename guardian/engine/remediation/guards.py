@@ -1,0 +1,170 @@
+"""Guards every step passes: exclusions, snoozes, warm-up and pipeline health.
+
+Each returns None when the step may go ahead, else the reason it may not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from guardian.model.policies import ALWAYS_EXCLUDED_NAMESPACES, Annotations, ReclaimPolicy
+from guardian.model.reclaim import (
+    ActionKind,
+    ClusterSnapshot,
+    FiringAlert,
+    GroupHealth,
+    NamespaceState,
+    WorkloadState,
+)
+from guardian.model.remediation_events import WorkloadRef
+from guardian.model.times import parse_rfc3339, rfc3339
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("true", "yes", "1")
+
+
+def _annotation_exclusion(annotations: Mapping[str, str], where: str, now: float) -> str | None:
+    if _truthy(annotations.get(Annotations.EXCLUDE)):
+        return f"{where} has {Annotations.EXCLUDE}=true"
+    raw = annotations.get(Annotations.EXCLUDE_UNTIL)
+    if raw is not None:
+        until = parse_rfc3339(raw)
+        if until is None:
+            # A typo must not turn an opt-out into an opt-in.
+            return f"{where} has an unreadable {Annotations.EXCLUDE_UNTIL} ({raw!r}): excluded"
+        if until > now:
+            return f"{where} is excluded until {rfc3339(until)}"
+    return None
+
+
+def exclusion_requested(
+    workload: WorkloadState, namespace: NamespaceState | None, now: float
+) -> str | None:
+    """The exclude annotations only (on the workload or its namespace): they also restore."""
+    found = _annotation_exclusion(workload.annotations, "the workload", now)
+    if found is None and namespace is not None:
+        found = _annotation_exclusion(namespace.annotations, f"namespace {namespace.name}", now)
+    return found
+
+
+def _snoozed(annotations: Mapping[str, str], where: str, now: float) -> str | None:
+    raw = annotations.get(Annotations.SNOOZE_UNTIL)
+    if raw is None:
+        return None
+    until = parse_rfc3339(raw)
+    if until is None:
+        return f"{where} has an unreadable {Annotations.SNOOZE_UNTIL} ({raw!r}): snoozed"
+    if until > now:
+        return f"{where} is snoozed until {rfc3339(until)}"
+    return None
+
+
+def exclusion_reason(
+    workload: WorkloadState,
+    namespace: NamespaceState | None,
+    policy: ReclaimPolicy | None,
+    controller_namespace: str,
+    now: float,
+) -> str | None:
+    """Why nothing may touch ``workload``, or None. Exclusions always win over policies."""
+    ns = workload.ref.namespace
+    if ns in ALWAYS_EXCLUDED_NAMESPACES:
+        return f"namespace {ns} is always excluded"
+    if ns == controller_namespace:
+        return f"namespace {ns} is the controller's own"
+    found = exclusion_requested(workload, namespace, now)
+    if found is None:
+        found = _snoozed(workload.annotations, "the workload", now)
+    if found is None and namespace is not None:
+        found = _snoozed(namespace.annotations, f"namespace {ns}", now)
+    if found is None and policy is not None:
+        excl = policy.spec.exclusions
+        if ns in excl.namespaces:
+            found = f"policy {policy.name} excludes namespace {ns}"
+        elif excl.workload_selector is not None and excl.workload_selector.matches(
+            dict(workload.labels)
+        ):
+            found = f"policy {policy.name} excludes workloads with these labels"
+    return found
+
+
+def warmup_reason(workload: WorkloadState, warmup: float, now: float) -> str | None:
+    """A new (or just restored) workload gets ``warmup`` seconds before any step."""
+    restored = parse_rfc3339(workload.annotations.get(Annotations.RESTORED_AT))
+    since = max(workload.created_at, restored or 0.0)
+    if now - since < warmup:
+        what = "restored" if restored and restored >= workload.created_at else "created"
+        return f"warming up: {what} at {rfc3339(since)}, no step before {rfc3339(since + warmup)}"
+    return None
+
+
+def pipeline_reason(
+    alerts: Iterable[FiringAlert],
+    pipeline_alerts: Iterable[FiringAlert],
+    health: Mapping[str, GroupHealth],
+    required_groups: Iterable[str],
+    now: float,
+    max_age: float,
+) -> str | None:
+    """Missing data is not idleness: why the metrics behind ``alerts`` cannot be trusted now.
+
+    Blocks on a pending or firing pipeline alert (stale exporter, gap, exporter down, ...)
+    for the alert's node (one without a node blocks its whole cluster), and on any
+    required rule group (the alert's own, the pipeline groups) whose last evaluation
+    failed, was partial, or is older than ``max_age``.
+    """
+    alerts = list(alerts)
+    pipeline = list(pipeline_alerts)
+    for alert in alerts:
+        cluster = alert.labels.get("cluster", "")
+        node = alert.labels.get("node", "")
+        for problem in pipeline:
+            if problem.labels.get("cluster", "") != cluster:
+                continue
+            p_node = problem.labels.get("node")
+            if p_node is None or p_node == node:
+                where = f"node {p_node}" if p_node else "its cluster"
+                state = "firing" if problem.firing else "pending"
+                return f"missing data is not idleness: {problem.alertname} is {state} for {where}"
+    groups = {a.group for a in alerts if a.group} | set(required_groups)
+    for group in sorted(groups):
+        last = health.get(group)
+        if last is None:
+            return f"missing data is not idleness: rule group {group} has not been evaluated yet"
+        if not last.healthy:
+            return f"missing data is not idleness: rule group {group}: {last.reason or 'unhealthy'}"
+        if now - last.ts > max_age:
+            return (
+                f"missing data is not idleness: rule group {group} last evaluated "
+                f"{now - last.ts:.0f}s ago"
+            )
+    return None
+
+
+def read_error(snapshot: ClusterSnapshot, ref: WorkloadRef) -> str | None:
+    prefix = f"{ref}: "
+    return next((e[len(prefix) :] for e in snapshot.errors if e.startswith(prefix)), None)
+
+
+def episode_over(ref: WorkloadRef, snapshot: ClusterSnapshot, alerting: bool) -> bool:
+    """An open episode ends when its workload is gone, or its alerts ended before a
+    reclaim. A reclaimed workload's episode lasts until it is restored."""
+    if read_error(snapshot, ref) is not None:
+        return False  # unknown: keep it
+    ws = snapshot.workloads.get(ref)
+    if ws is None:
+        return True  # deleted
+    return not alerting and Annotations.RECLAIMED_AT not in ws.annotations
+
+
+def restarted_by_hand(ws: WorkloadState) -> str | None:
+    """A reclaimed workload someone started again by hand: clear our marks (a restore
+    that leaves its replicas alone), so the ladder can start over after a warm-up."""
+    if ws.action in (ActionKind.SCALE, ActionKind.SCALE_SUBRESOURCE) and ws.replicas:
+        return f"scaled to {ws.replicas} by hand since the reclaim"
+    if ws.action is ActionKind.SUSPEND and not ws.suspended:
+        return "unsuspended by hand since the reclaim"
+    if ws.action is ActionKind.NOTEBOOK and not ws.suspended:
+        return "notebook started by hand since the reclaim"
+    return None

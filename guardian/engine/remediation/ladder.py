@@ -1,0 +1,375 @@
+"""The escalation ladder: notify → annotate → grace → reclaim, and restore on exclusion.
+
+``plan`` is pure: alerts, policies, a cluster snapshot, the ledger's view and ``now`` in,
+a plan out. Each workload advances at most one step per cycle; a reclaim needs an earlier
+notification of the same episode, older than the grace period; every guard that says no
+is recorded as a Wait with its reason.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from guardian.engine.remediation.guards import (
+    episode_over,
+    exclusion_reason,
+    exclusion_requested,
+    pipeline_reason,
+    read_error,
+    restarted_by_hand,
+    warmup_reason,
+)
+from guardian.engine.remediation.matching import select_policy
+from guardian.model.labels import LabelSet
+from guardian.model.policies import Annotations, HpaPolicy, Mode, ReclaimPolicy
+from guardian.model.reclaim import (
+    ActionKind,
+    ClusterSnapshot,
+    FiringAlert,
+    GroupHealth,
+    LedgerView,
+    Plan,
+    PlannedAction,
+    Wait,
+    WorkloadState,
+)
+from guardian.model.remediation_events import LadderStep, WorkloadRef, episode_id
+from guardian.model.times import parse_rfc3339, rfc3339
+
+
+@dataclass(frozen=True)
+class PlannerSettings:
+    dry_run: bool = True  # the global switch: True changes nothing anywhere
+    kill_switch: bool = False
+    max_actions_per_cycle: int = 10  # reclaims, over all policies
+    max_health_age: float = 300.0  # a rule group evaluated longer ago than this is stale
+    pipeline_groups: tuple[str, ...] = ()  # rule groups whose health every action needs
+
+
+def _is_pipeline(alert: FiringAlert) -> bool:
+    return alert.labels.get("guardian_class") == "pipeline"
+
+
+def workload_episode(ref: WorkloadRef, started_at: float) -> str:
+    """One episode per workload: the same ID whoever computes it from the same start."""
+    identity = LabelSet(
+        {"namespace": ref.namespace, "kind": ref.kind, "name": ref.name, "api": ref.api_version}
+    )
+    return episode_id(identity, started_at)
+
+
+@dataclass(frozen=True)
+class _Common:
+    policy: str
+    episode: str
+    alert_labels: LabelSet
+
+    @property
+    def kw(self) -> dict[str, Any]:
+        return {"policy": self.policy, "episode": self.episode, "alert_labels": self.alert_labels}
+
+
+@dataclass
+class _Cycle:
+    """Counters shared by the workloads of one plan (blast-radius limits)."""
+
+    reclaims: int = 0
+    per_policy: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))
+    per_namespace: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+
+class _Planner:
+    def __init__(
+        self,
+        policies: Sequence[ReclaimPolicy],
+        snapshot: ClusterSnapshot,
+        ledger: LedgerView,
+        now: float,
+        health: Mapping[str, GroupHealth],
+        settings: PlannerSettings,
+        pipeline_alerts: list[FiringAlert],
+    ) -> None:
+        self.policies = policies
+        self.snapshot = snapshot
+        self.ledger = ledger
+        self.now = now
+        self.health = health
+        self.settings = settings
+        self.pipeline_alerts = pipeline_alerts
+        self.cycle = _Cycle()
+        self.actions: list[PlannedAction] = []
+        self.waits: list[Wait] = []
+        ns = snapshot.namespaces.get(snapshot.controller_namespace)
+        switch = ns is not None and (ns.annotations.get(Annotations.KILL_SWITCH, "") == "true")
+        self.kill_switch = settings.kill_switch or switch
+
+    def wait(
+        self,
+        ref: WorkloadRef | None,
+        reason: str,
+        *,
+        refused: bool = True,
+        policy: str = "",
+        episode: str = "",
+        alert_labels: LabelSet | None = None,
+        next_step: LadderStep | None = None,
+        next_step_due: float | None = None,
+    ) -> None:
+        self.waits.append(
+            Wait(
+                ref,
+                reason,
+                policy,
+                episode,
+                alert_labels if alert_labels is not None else LabelSet(),
+                refused,
+                next_step,
+                next_step_due,
+            )
+        )
+
+    # ---------------------------------------------------------------- restore
+    def restores(self) -> None:
+        for ref, ws in sorted(self.snapshot.workloads.items(), key=lambda kv: str(kv[0])):
+            if Annotations.RECLAIMED_AT not in ws.annotations:
+                continue
+            why = exclusion_requested(ws, self.snapshot.namespaces.get(ref.namespace), self.now)
+            if why is None:
+                why = restarted_by_hand(ws)
+            if why is None:
+                continue
+            if self.kill_switch:
+                self.wait(ref, "kill switch is on: not restoring")
+                continue
+            episode = ws.annotations.get(Annotations.EPISODE, "")
+            self.actions.append(
+                PlannedAction(
+                    workload=ref,
+                    step=LadderStep.RESTORE,
+                    policy=ws.annotations.get(Annotations.RECLAIMED_BY, ""),
+                    episode=episode,
+                    reason=f"restore: {why}",
+                    dry_run=self.settings.dry_run,
+                    alert_labels=LabelSet(),
+                )
+            )
+
+    # ---------------------------------------------------------------- ladder
+    def workload(self, ref: WorkloadRef, alerts: list[FiringAlert]) -> None:
+        ws = self.snapshot.workloads.get(ref)
+        if ws is None:
+            failed = read_error(self.snapshot, ref)
+            if failed is not None:
+                self.wait(ref, f"could not read the workload: {failed}")
+            else:
+                self.wait(ref, "workload not found in the cluster (deleted?)", refused=False)
+            return
+        namespace = self.snapshot.namespaces.get(ref.namespace)
+        labels = min(alerts, key=lambda a: (a.active_at, a.labels.items_sorted)).labels
+        if namespace is None:
+            # Its exclusion annotations are unknown: never act on what we could not read.
+            self.wait(ref, f"namespace {ref.namespace} could not be read", alert_labels=labels)
+            return
+        chosen = select_policy(self.policies, alerts, ws, namespace)
+        if chosen is None:
+            self.wait(ref, "no policy matches", refused=False, alert_labels=labels)
+            return
+        policy, matched = chosen
+        first = min(matched, key=lambda a: (a.active_at, a.labels.items_sorted))
+        labels = first.labels
+        opened = self.ledger.open_episodes.get(ref)
+        episode = opened[0] if opened else workload_episode(ref, first.active_at)
+        common = _Common(policy.name, episode, labels)
+        if Annotations.RECLAIMED_AT in ws.annotations:
+            self.wait(ref, "already reclaimed; waiting for a restore", refused=False, **common.kw)
+            return
+        why = (
+            exclusion_reason(ws, namespace, policy, self.snapshot.controller_namespace, self.now)
+            or pipeline_reason(
+                matched,
+                self.pipeline_alerts,
+                self.health,
+                self.settings.pipeline_groups,
+                self.now,
+                self.settings.max_health_age,
+            )
+            or warmup_reason(ws, policy.spec.warmup, self.now)
+        )
+        if why is None and self.kill_switch:
+            why = "kill switch is on: no actions"
+        if why is not None:
+            self.wait(ref, why, **common.kw)
+            return
+        dry_run = self.settings.dry_run or policy.spec.mode is Mode.OBSERVE
+        self.next_step(ws, policy, episode, labels, dry_run, first)
+
+    def _done(self, ws: WorkloadState, episode: str, dry_run: bool) -> dict[LadderStep, float]:
+        done = self.ledger.steps(episode, real=not dry_run)
+        # State lives on the object: an annotate the ledger missed (crash) still counts.
+        if ws.annotations.get(Annotations.EPISODE) == episode and not dry_run:
+            flagged = parse_rfc3339(ws.annotations.get(Annotations.FLAGGED_AT))
+            if flagged is not None:
+                done.setdefault(LadderStep.ANNOTATE, flagged)
+        return done
+
+    def next_step(
+        self,
+        ws: WorkloadState,
+        policy: ReclaimPolicy,
+        episode: str,
+        labels: LabelSet,
+        dry_run: bool,
+        alert: FiringAlert,
+    ) -> None:
+        ref, ladder = ws.ref, policy.spec.ladder
+        common = _Common(policy.name, episode, labels)
+        done = self._done(ws, episode, dry_run)
+        if any(at >= self.now for at in done.values()):
+            self.wait(ref, "one ladder step per cycle", refused=False, **common.kw)
+            return
+        if LadderStep.RECLAIM in done:
+            # Only a dry-run reclaim leaves the workload running: say it once per episode.
+            self.wait(
+                ref,
+                "reclaim already done (or planned in dry-run) in this episode",
+                refused=False,
+                **common.kw,
+            )
+            return
+        notified = done.get(LadderStep.NOTIFY)
+        due = (notified if notified is not None else self.now) + ladder.grace_period
+        reclaim_next = LadderStep.RECLAIM if ladder.reclaim else None
+
+        def act(step: LadderStep, reason: str, nxt: LadderStep | None, at: float | None) -> None:
+            self.actions.append(
+                PlannedAction(
+                    ref,
+                    step,
+                    policy.name,
+                    episode,
+                    reason,
+                    dry_run,
+                    labels,
+                    nxt,
+                    at,
+                    hpa_record=ws.hpa is not None and policy.spec.hpa is HpaPolicy.RECORD,
+                    delete_pod=ws.action is ActionKind.POD and policy.spec.allow_pod_deletion,
+                )
+            )
+
+        evidence = f"{alert.alertname} firing since {rfc3339(alert.active_at)}"
+        if ladder.notify and notified is None:
+            nxt = LadderStep.ANNOTATE if ladder.annotate else reclaim_next
+            act(LadderStep.NOTIFY, f"{evidence}; policy {policy.name}", nxt, due)
+            return
+        if ladder.annotate and LadderStep.ANNOTATE not in done:
+            act(LadderStep.ANNOTATE, f"{evidence}; flagged", reclaim_next, due)
+            return
+        if not ladder.reclaim:
+            self.wait(ref, "the policy's ladder ends before reclaim", refused=False, **common.kw)
+            return
+        if notified is None or self.now < due:
+            self.wait(
+                ref,
+                f"grace period: reclaim due at {rfc3339(due)}",
+                refused=False,
+                next_step=LadderStep.RECLAIM,
+                next_step_due=due,
+                **common.kw,
+            )
+            return
+        refusal = self.reclaim_refusal(ws, policy, dry_run)
+        if refusal is not None:
+            self.wait(ref, refusal, **common.kw)
+            return
+        self.cycle.reclaims += 1
+        self.cycle.per_policy[policy.name] += 1
+        self.cycle.per_namespace[ref.namespace] += 1
+        act(
+            LadderStep.RECLAIM,
+            f"{evidence}; notified at {rfc3339(notified)}, grace {ladder.grace_period:.0f}s over",
+            None,
+            None,
+        )
+
+    def reclaim_refusal(
+        self, ws: WorkloadState, policy: ReclaimPolicy, dry_run: bool
+    ) -> str | None:
+        spec = policy.spec
+        if ws.action is ActionKind.NONE:
+            return f"{ws.ref.kind} has no replica count we can set: annotate and notify only"
+        if ws.action is ActionKind.POD and not spec.allow_pod_deletion:
+            return "a bare pod is only annotated and notified (policy does not allow deletion)"
+        if ws.hpa is not None and spec.hpa is HpaPolicy.REFUSE:
+            return (
+                f"HorizontalPodAutoscaler {ws.hpa.name} scales it; the policy refuses (hpa: refuse)"
+            )
+        if ws.action in (ActionKind.SCALE, ActionKind.SCALE_SUBRESOURCE) and ws.replicas == 0:
+            return "already at 0 replicas (someone else scaled it down)"
+        if ws.action is ActionKind.SUSPEND and ws.suspended:
+            return "already suspended"
+        if ws.action is ActionKind.NOTEBOOK and ws.suspended:
+            return "notebook already stopped"
+        if self.cycle.reclaims >= self.settings.max_actions_per_cycle:
+            return f"limit: {self.settings.max_actions_per_cycle} reclaims per cycle reached"
+        if self.cycle.per_policy[policy.name] >= spec.limits.per_cycle:
+            return f"limit: policy {policy.name} allows {spec.limits.per_cycle} reclaims per cycle"
+        ns = ws.ref.namespace
+        recent = self.ledger.reclaims_since(ns, self.now - 3600.0, real=not dry_run)
+        if recent + self.cycle.per_namespace[ns] >= spec.limits.per_namespace_per_hour:
+            return (
+                f"limit: {spec.limits.per_namespace_per_hour} reclaims per hour in namespace {ns}"
+            )
+        return None
+
+
+def _by_root(
+    alerts: Iterable[FiringAlert], snapshot: ClusterSnapshot, planner: _Planner
+) -> dict[WorkloadRef, list[FiringAlert]]:
+    roots: dict[WorkloadRef, list[FiringAlert]] = defaultdict(list)
+    for alert in alerts:
+        ns, pod = alert.labels.get("namespace"), alert.labels.get("pod")
+        if not ns or not pod:
+            planner.wait(
+                None, f"{alert.alertname} has no namespace/pod labels", alert_labels=alert.labels
+            )
+            continue
+        owner = snapshot.pod_owners.get((ns, pod))
+        if owner is None or owner.root is None:
+            why = owner.error if owner is not None and owner.error else "pod not found"
+            planner.wait(None, f"pod {ns}/{pod}: {why}", alert_labels=alert.labels, refused=False)
+            continue
+        roots[owner.root].append(alert)  # shared roots are deduplicated here
+    return roots
+
+
+def plan(
+    alerts: Sequence[FiringAlert],
+    policies: Sequence[ReclaimPolicy],
+    snapshot: ClusterSnapshot,
+    ledger: LedgerView,
+    now: float,
+    *,
+    health: Mapping[str, GroupHealth] | None = None,
+    settings: PlannerSettings | None = None,
+) -> Plan:
+    """The plan for this cycle. Only firing, non-pipeline alerts start or advance a ladder."""
+    settings = settings or PlannerSettings()
+    pipeline = [a for a in alerts if _is_pipeline(a)]
+    planner = _Planner(policies, snapshot, ledger, now, health or {}, settings, pipeline)
+    planner.restores()
+    firing = [a for a in alerts if a.firing and not _is_pipeline(a)]
+    roots = _by_root(firing, snapshot, planner)
+    for ref in sorted(roots, key=str):
+        planner.workload(ref, roots[ref])
+    closed = tuple(
+        (ref, episode)
+        for ref, (episode, _started, _policy) in sorted(
+            ledger.open_episodes.items(), key=lambda kv: str(kv[0])
+        )
+        if episode_over(ref, snapshot, ref in roots)
+    )
+    return Plan(now, tuple(planner.actions), tuple(planner.waits), closed)

@@ -1,0 +1,110 @@
+"""Evaluate one rule group at one timestamp: every alerting rule, in order, one query each.
+
+The query function is injected; it raises TransientError/PermanentError (or anything
+else) on failure, and each rule's failure is kept to that rule.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from guardian.engine.rules.alerting import (
+    ActiveMap,
+    CompiledAlertingRule,
+    TemplateEnv,
+    evaluate_alerting_rule,
+)
+from guardian.engine.templates import QuerySample
+from guardian.model.alerts import Alert, AlertTransition, GroupEvaluation, RuleOutcome
+from guardian.model.labels import LabelSet
+from guardian.model.query import QueryResult
+from guardian.model.rules import RuleGroup
+
+logger = logging.getLogger(__name__)
+
+QueryFn = Callable[[str, float], QueryResult]
+GroupState = Mapping[str, ActiveMap]  # rule key -> active map
+
+
+@dataclass(frozen=True)
+class CompiledGroup:
+    """A group ready to evaluate: interval resolved, templates parsed, rule keys unique."""
+
+    group: RuleGroup
+    interval_seconds: float
+    rules: tuple[tuple[str, CompiledAlertingRule], ...]
+
+    @classmethod
+    def compile(cls, group: RuleGroup, default_interval_seconds: float) -> CompiledGroup:
+        seen: dict[str, int] = {}
+        rules: list[tuple[str, CompiledAlertingRule]] = []
+        for rule in group.alerting_rules:
+            count = seen.get(rule.key, 0)
+            seen[rule.key] = count + 1
+            key = rule.key if count == 0 else f"{rule.key}#{count}"
+            rules.append((key, CompiledAlertingRule.compile(rule)))
+        interval = group.interval_seconds or default_interval_seconds
+        return cls(group, interval, tuple(rules))
+
+    @property
+    def key(self) -> str:
+        return self.group.key
+
+    @property
+    def name(self) -> str:
+        return self.group.name
+
+
+def evaluate_group(
+    compiled: CompiledGroup,
+    state: GroupState,
+    ts: float,
+    query: QueryFn,
+    *,
+    env: TemplateEnv | None = None,
+    monotonic: Callable[[], float] | None = None,
+) -> tuple[dict[str, dict[LabelSet, Alert]], GroupEvaluation]:
+    """All alerting rules of the group at ``ts``. Returns the new state and what happened."""
+    env = env or TemplateEnv({})
+
+    def template_query(expr: str) -> list[QuerySample]:
+        return [QuerySample(s.labels.to_dict(), s.value) for s in query(expr, ts).samples]
+
+    new_state: dict[str, dict[LabelSet, Alert]] = {}
+    outcomes: list[RuleOutcome] = []
+    transitions: list[AlertTransition] = []
+    for key, rule in compiled.rules:
+        started = monotonic() if monotonic else 0.0
+        answer: QueryResult | BaseException
+        try:
+            answer = query(rule.rule.expr, ts)
+        except Exception as exc:
+            logger.warning("rule %s in group %s failed: %s", rule.rule.name, compiled.name, exc)
+            answer = exc
+        step = evaluate_alerting_rule(
+            rule,
+            state.get(key, {}),
+            answer,
+            ts,
+            group=compiled.name,
+            limit=compiled.group.limit,
+            env=env,
+            query=template_query,
+        )
+        outcome = step.outcome
+        if monotonic is not None:
+            outcome = dataclasses.replace(outcome, duration_seconds=monotonic() - started)
+        new_state[key] = step.active
+        outcomes.append(outcome)
+        transitions.extend(step.transitions)
+    evaluation = GroupEvaluation(
+        group=compiled.name,
+        file=compiled.group.file,
+        ts=ts,
+        outcomes=tuple(outcomes),
+        transitions=tuple(transitions),
+    )
+    return new_state, evaluation
