@@ -10,17 +10,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from exporter.adapters.podresources import DEFAULT_SOCKET
 from exporter.model.errors import ConfigError
+from guardian_common.config_types import Duration, StrictModel
 from guardian_common.grouping import DEFAULT_GROUP, GroupingError, GroupingOptions
 
 ENV_PREFIX = "GUARDIAN_EXPORTER_"
@@ -58,7 +52,6 @@ SOURCES: dict[str, tuple[str, str]] = {
 # The Kubernetes downward API convention, as dcgm-exporter uses it.
 SOURCES["node_name"] = ("--node-name", "NODE_NAME")
 
-Positive = Annotated[float, Field(gt=0)]
 # GroupingOptions names the seed's options; map them back to our settings.
 _GROUPING_FIELDS = {
     "groupLabel": "group_label",
@@ -67,36 +60,63 @@ _GROUPING_FIELDS = {
 }
 
 
-class ExporterSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class ExporterSettings(StrictModel):
+    """Paths here come from flags, so they are relative to the working directory."""
 
     backend: Literal["nvml", "simulated"] = "nvml"
+    """Where readings come from: the NVIDIA driver, or a scenario file (tests, demos)."""
     scenario: Path | None = None
+    """Scenario YAML of the simulated backend."""
     listen_address: str = "0.0.0.0"  # noqa: S104 - a node agent serves the Prometheus on the pod network
+    """Address to listen on. All: Prometheus scrapes the pod from the pod network."""
     port: Annotated[int, Field(ge=0, le=65535)] = 9400
-    interval: Positive = 5.0
-    # How long one collection may take before /metrics serves the last snapshot marked stale.
-    collect_timeout: Positive | None = None
-    # None: /proc for the nvml backend; the scenario's own cgroups for the simulated one.
+    """Port of /metrics (0: any free one). 9400: dcgm-exporter's, so dashboards carry over."""
+    interval: Duration = 5.0
+    """Seconds between collections. 5s: well under the usual 15-30s scrape interval, so
+    every scrape sees a fresh snapshot, at negligible NVML cost."""
+    collect_timeout: Duration | None = None
+    """Seconds one collection may take before /metrics serves the last snapshot marked
+    stale; unset: the interval, since a slower collection has missed its turn anyway."""
     proc_root: Path | None = None
+    """The host's /proc. Unset: /proc for nvml; the scenario's own cgroups for simulated."""
     node_name: str = Field(min_length=1)
+    """Kubernetes node name, the ``node`` label; $NODE_NAME (downward API), else hostname."""
     vgpu_config: Path | None = None
-    vgpu_ratio: Positive = 1.0
+    """vGPU ratio file: default, per-model and per-UUID ratios."""
+    vgpu_ratio: Annotated[float, Field(gt=0)] = 1.0
+    """Shares per GPU when there is no ratio file. 1: a GPU is one GPU."""
     tls_cert_file: Path | None = None
+    """Serve HTTPS with this certificate (needs ``tls_key_file``); unset: plain HTTP."""
     tls_key_file: Path | None = None
+    """The certificate's private key."""
     basic_auth_users_file: Path | None = None
+    """YAML ``basic_auth_users: {user: bcrypt hash}``; unset: no authentication."""
     max_requests: Annotated[int, Field(ge=1)] = 10
-    nvml_backoff_max: Positive = 60.0
-    # Kubernetes enrichment. "auto": on in a pod (KUBERNETES_SERVICE_HOST) or with a kubeconfig.
+    """Concurrent /metrics requests before answering 503. 10: a few Prometheus replicas
+    and a person with curl, while a flood cannot exhaust the node agent's memory."""
+    nvml_backoff_max: Duration = 60.0
+    """Longest wait in seconds between NVML re-initialisations after a failure. 1m: a
+    restarted driver is found within a minute without retrying in a tight loop."""
     kubernetes: Literal["auto", "on", "off"] = "auto"
-    kubeconfig: Path | None = None  # None: the pod's service account
+    """Pod names and labels from the API. "auto": on in a pod (KUBERNETES_SERVICE_HOST)
+    or with a kubeconfig."""
+    kubeconfig: Path | None = None
+    """kubeconfig file; unset: the pod's service account."""
     pod_resources_socket: Path = DEFAULT_SOCKET
+    """The kubelet's pod-resources socket, which says which pod holds which GPU."""
     group_label: str = "gpu-guardian.io/group"
-    group_label_allowlist: str = ""  # empty: only the group label, ^(<escaped key>)$
+    """Pod label whose value becomes ``gpu_group`` (the label the shipped rules group by)."""
+    group_label_allowlist: str = ""
+    """Regex of raw pod label keys to export too; empty: only the group label."""
     cluster_name: str = ""
+    """Adds a ``cluster`` label to pod series; empty: none (Prometheus usually adds it)."""
     default_group: str = DEFAULT_GROUP
-    extra_gpu_resources: tuple[str, ...] = ()  # e.g. nvidia.com/gpu.shared
-    kube_timeout: Positive = 10.0  # every Kubernetes and kubelet call
+    """``gpu_group`` of pods without the group label."""
+    extra_gpu_resources: tuple[str, ...] = ()
+    """Resource names counted as GPUs besides nvidia.com/gpu, e.g. nvidia.com/gpu.shared."""
+    kube_timeout: Duration = 10.0
+    """Seconds any Kubernetes or kubelet call may take. 10s: both answer in milliseconds
+    when healthy; a collection must not hang on them."""
 
     @field_validator("extra_gpu_resources", mode="before")
     @classmethod
@@ -159,6 +179,7 @@ def settings_from(
             name, msg = (part.strip() for part in msg.split(":", 1))
         flag, var = SOURCES.get(name, (name, ""))
         where = origin.get(name, f"{flag} / {var}" if var else flag)
-        if err["loc"]:
-            msg = f"{msg} (got {err.get('input')!r})"
+        got = repr(err.get("input"))
+        if err["loc"] and got not in msg:
+            msg = f"{msg} (got {got})"
         raise ConfigError(msg, field=where) from exc

@@ -23,13 +23,15 @@ from guardian_common.logs import add_logging_arguments, configure_logging
 EXIT_USAGE = 2
 EXIT_CONFIG = 2
 
+# Durations stay text here: the settings parse them (15s, 1m30s or seconds) for flags and
+# GUARDIAN_EXPORTER_* variables alike, and their errors name the flag or the variable.
 _SERVE_FLAGS: tuple[tuple[str, type, str], ...] = (
     ("backend", str, "GPU backend: nvml or simulated (default: nvml)"),
     ("scenario", Path, "scenario YAML for the simulated backend"),
     ("listen_address", str, "address to listen on (default: 0.0.0.0; [::] style for IPv6)"),
     ("port", int, "port to listen on (default: 9400; 0 picks a free one)"),
-    ("interval", float, "seconds between collections (default: 5)"),
-    ("collect_timeout", float, "seconds before serving stale data (default: the interval)"),
+    ("interval", str, "time between collections, e.g. 15s, 1m30s or 5 (seconds) (default: 5s)"),
+    ("collect_timeout", str, "time before serving stale data, e.g. 10s (default: the interval)"),
     ("proc_root", Path, "the host's /proc (default: /proc, or the scenario's for simulated)"),
     ("node_name", str, "the Kubernetes node name (default: $NODE_NAME, else the hostname)"),
     ("vgpu_config", Path, "vGPU ratio file: default, per-model and per-UUID ratios"),
@@ -38,7 +40,7 @@ _SERVE_FLAGS: tuple[tuple[str, type, str], ...] = (
     ("tls_key_file", Path, "the certificate's private key"),
     ("basic_auth_users_file", Path, "YAML file of basic_auth_users: {user: bcrypt hash}"),
     ("max_requests", int, "concurrent /metrics requests before answering 503 (default: 10)"),
-    ("nvml_backoff_max", float, "longest wait between NVML re-initialisations (default: 60)"),
+    ("nvml_backoff_max", str, "longest wait between NVML re-initialisations (default: 1m)"),
     ("kubernetes", str, "pod names and labels from the API: auto, on or off (default: auto)"),
     ("kubeconfig", Path, "kubeconfig file (default: the pod's service account)"),
     ("pod_resources_socket", Path, "kubelet pod-resources socket (default: the kubelet's)"),
@@ -47,7 +49,7 @@ _SERVE_FLAGS: tuple[tuple[str, type, str], ...] = (
     ("cluster_name", str, "adds a cluster label to pod series"),
     ("default_group", str, "gpu_group of pods without the group label (default: unassigned)"),
     ("extra_gpu_resources", str, "extra GPU resource names, comma-separated"),
-    ("kube_timeout", float, "seconds any Kubernetes or kubelet call may take (default: 10)"),
+    ("kube_timeout", str, "time any Kubernetes or kubelet call may take (default: 10s)"),
 )  # fmt: skip
 
 

@@ -1,7 +1,8 @@
 """The scenario file: simulated GPUs, processes over time and injected faults.
 
 A scenario is YAML, validated at load with unknown keys rejected; errors name the file, the
-line and the field. Times are seconds since the scenario started. See docs/exporter.md.
+line and the field. Times are seconds since the scenario started, written as a number or
+a duration (``90``, ``1m30s``), as everywhere else. See docs/exporter.md.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BeforeValidator, Field, ValidationError, model_validator
 
 from exporter.engine.yamlpos import line_of
 from exporter.model.errors import ConfigError
 from exporter.model.readings import ProcessKind
+from guardian_common.config_types import Duration, DurationOrZero, StrictModel
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB|TiB|KB|MB|GB|TB)?\s*$")
 _UNITS = {
@@ -44,7 +46,6 @@ def _bytes(value: Any) -> Any:
 
 
 Bytes = Annotated[int, BeforeValidator(_bytes), Field(ge=0)]
-Seconds = Annotated[float, Field(ge=0)]
 
 
 class Field_(StrEnum):
@@ -59,17 +60,13 @@ class Field_(StrEnum):
     PROCESS_UTILIZATION = "process_utilization"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class MigDevice(_Strict):
+class MigDevice(StrictModel):
     uuid: str = Field(pattern=r"^MIG-")
     profile: str = "1g.10gb"
     memory_total: Bytes
 
 
-class Gpu(_Strict):
+class Gpu(StrictModel):
     uuid: str = Field(pattern=r"^GPU-")
     model: str = "NVIDIA A100-SXM4-80GB"
     memory_total: Bytes = 85899345920
@@ -82,20 +79,20 @@ class Gpu(_Strict):
     mig_devices: tuple[MigDevice, ...] = ()
 
 
-class UtilStep(_Strict):
-    at: Seconds
+class UtilStep(StrictModel):
+    at: DurationOrZero
     percent: float
 
 
-class Process(_Strict):
+class Process(StrictModel):
     pid: int = Field(gt=0)
     gpu: str  # a GPU or MIG device UUID
     kind: ProcessKind = ProcessKind.COMPUTE
     memory: Bytes | None = None  # null: NVML reports "not available"
     # A constant percent, or steps: [{at: 0, percent: 80}, {at: 60, percent: 0}].
     sm_percent: float | tuple[UtilStep, ...] = 0.0
-    start: Seconds = 0.0
-    end: Seconds | None = None
+    start: DurationOrZero = 0.0
+    end: DurationOrZero | None = None
     pod_uid: str | None = None
     container_id: str | None = None
     qos: Literal["guaranteed", "burstable", "besteffort"] = "burstable"
@@ -119,28 +116,28 @@ class FaultKind(StrEnum):
     HUNG_CALL = "hung_call"
 
 
-class Fault(_Strict):
+class Fault(StrictModel):
     kind: FaultKind
-    start: Seconds = 0.0
-    end: Seconds | None = None
+    start: DurationOrZero = 0.0
+    end: DurationOrZero | None = None
     gpu: str | None = None  # gpu_lost: which GPU (any GPU if omitted)
-    hang_seconds: Annotated[float, Field(gt=0)] = 30.0  # hung_call: how long a read blocks
+    hang_seconds: Duration = 30.0  # hung_call: how long a read blocks
 
     def active_at(self, t: float) -> bool:
         return self.start <= t and (self.end is None or t < self.end)
 
 
-class Node(_Strict):
+class Node(StrictModel):
     cgroup_driver: Literal["systemd", "cgroupfs"] = "systemd"
     cgroup_version: Literal[1, 2] = 2
     runtime: Literal["containerd", "crio", "docker"] = "containerd"
 
 
-class Scenario(_Strict):
+class Scenario(StrictModel):
     version: Literal[1] = 1
     driver_version: str = "550.54.15"
     # How often the simulated driver takes a utilization sample.
-    sample_period_seconds: Annotated[float, Field(gt=0)] = 1.0
+    sample_period_seconds: Duration = 1.0
     node: Node = Node()
     gpus: tuple[Gpu, ...]
     processes: tuple[Process, ...] = ()

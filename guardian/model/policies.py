@@ -9,19 +9,11 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Literal
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
-from guardian_common.durations import parse_duration
+from guardian_common.config_types import DurationOrZero, StrictModel
 
 API_VERSION = "gpu-guardian.io/v1alpha1"
 KIND = "ReclaimPolicy"
@@ -73,17 +65,6 @@ _LABEL_KEY = re.compile(
 )
 
 
-def _duration(value: Any) -> Any:
-    if isinstance(value, str):
-        return parse_duration(value)
-    if isinstance(value, bool):
-        raise ValueError("must be a duration such as 30m")
-    return value
-
-
-Seconds = Annotated[float, BeforeValidator(_duration), Field(ge=0)]
-
-
 class Mode(StrEnum):
     OBSERVE = "observe"  # plan and report only
     ENFORCE = "enforce"
@@ -94,11 +75,7 @@ class HpaPolicy(StrEnum):
     RECORD = "record"  # record the HPA's minReplicas, scale to 0, restore both
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SelectorRequirement(_Strict):
+class SelectorRequirement(StrictModel):
     key: str
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
     values: tuple[str, ...] = ()
@@ -122,7 +99,7 @@ class SelectorRequirement(_Strict):
         return labels.get(self.key) not in self.values
 
 
-class LabelSelector(_Strict):
+class LabelSelector(StrictModel):
     """A Kubernetes label selector; empty matches everything."""
 
     match_labels: dict[str, str] = Field(default_factory=dict, alias="matchLabels")
@@ -146,7 +123,7 @@ class LabelSelector(_Strict):
         return all(req.matches(labels) for req in self.match_expressions)
 
 
-class AlertMatch(_Strict):
+class AlertMatch(StrictModel):
     """Which alerts a policy acts on: any of ``names`` (empty: any) and all ``matchLabels``."""
 
     names: tuple[str, ...] = ()
@@ -163,7 +140,7 @@ class AlertMatch(_Strict):
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "Notebook", "Pod")
 
 
-class Scope(_Strict):
+class Scope(StrictModel):
     namespaces: tuple[str, ...] = ()  # empty: every namespace
     namespace_selector: LabelSelector = Field(default=LabelSelector(), alias="namespaceSelector")
     workload_selector: LabelSelector = Field(default=LabelSelector(), alias="workloadSelector")
@@ -187,12 +164,14 @@ class Scope(_Strict):
         )
 
 
-class Ladder(_Strict):
+class Ladder(StrictModel):
     """notify at once → annotate → wait ``gracePeriod`` after the notification → reclaim."""
 
     notify: bool = True
     annotate: bool = True
-    grace_period: Seconds = Field(default=3600.0, alias="gracePeriod")
+    grace_period: DurationOrZero = Field(default=3600.0, alias="gracePeriod")
+    """Seconds between the notification and the reclaim (0: at once). 1h: time for the
+    owner to answer before their workload is scaled down."""
     reclaim: bool = True
 
     @model_validator(mode="after")
@@ -202,32 +181,34 @@ class Ladder(_Strict):
         return self
 
 
-class Limits(_Strict):
+class Limits(StrictModel):
     """Blast-radius caps on reclaims (the disruptive step)."""
 
     per_cycle: int = Field(default=5, ge=0, alias="perCycle")
     per_namespace_per_hour: int = Field(default=10, ge=0, alias="perNamespacePerHour")
 
 
-class Exclusions(_Strict):
+class Exclusions(StrictModel):
     namespaces: tuple[str, ...] = ()
     workload_selector: LabelSelector | None = Field(default=None, alias="workloadSelector")
 
 
-class PolicySpec(_Strict):
+class PolicySpec(StrictModel):
     priority: int = 0
     mode: Mode = Mode.OBSERVE
     alerts: AlertMatch = AlertMatch()
     scope: Scope = Scope()
     ladder: Ladder = Ladder()
-    warmup: Seconds = 1800.0  # minimum workload age, and quiet time after a restore
+    warmup: DurationOrZero = 1800.0
+    """Seconds a workload must have existed, and must have been quiet after a restore,
+    before it is acted on. 30m: as long as the shipped GpuIdle rule's window."""
     limits: Limits = Limits()
     hpa: HpaPolicy = HpaPolicy.REFUSE
     allow_pod_deletion: bool = Field(default=False, alias="allowPodDeletion")
     exclusions: Exclusions = Exclusions()
 
 
-class PolicyMeta(_Strict):
+class PolicyMeta(StrictModel):
     name: str
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
@@ -240,7 +221,7 @@ class PolicyMeta(_Strict):
         return name
 
 
-class ReclaimPolicy(_Strict):
+class ReclaimPolicy(StrictModel):
     api_version: Literal["gpu-guardian.io/v1alpha1"] = Field(alias="apiVersion")
     kind: Literal["ReclaimPolicy"]
     metadata: PolicyMeta

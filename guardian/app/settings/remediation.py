@@ -6,57 +6,55 @@ Safe by default: disabled, and dry-run even when enabled, so that a policy in
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, Any
+from pydantic import Field
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
-
-from guardian_common.durations import parse_duration
+from guardian_common.config_types import ConfigPath, Duration, StrictModel
 
 
-def _duration(value: Any) -> Any:
-    return parse_duration(value) if isinstance(value, str) else value
+class LeaderElectionSettings(StrictModel):
+    """A Kubernetes Lease, so that only one of several replicas acts. The timings are
+    client-go's defaults, which every controller on the cluster already lives with."""
 
-
-Seconds = Annotated[float, BeforeValidator(_duration), Field(gt=0)]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class LeaderElectionSettings(_Strict):
     enabled: bool = True
+    """On: two replicas must never both reclaim."""
     lease_name: str = "gpu-guardian"
-    lease_namespace: str | None = None  # default: the controller namespace
-    identity: str | None = None  # default: hostname and pid
-    lease_duration: Seconds = 15.0  # client-go's defaults
-    renew_deadline: Seconds = 10.0
-    retry_period: Seconds = 2.0
+    """Name of the Lease object."""
+    lease_namespace: str | None = None
+    """Namespace of the Lease; unset: ``controller_namespace``."""
+    identity: str | None = None
+    """This replica's holder identity; unset: hostname and pid, unique per process."""
+    lease_duration: Duration = 15.0
+    """Seconds another replica waits after the last renewal before taking over (15s)."""
+    renew_deadline: Duration = 10.0
+    """Seconds the leader keeps trying to renew before it stops acting (10s)."""
+    retry_period: Duration = 2.0
+    """Seconds between attempts to acquire or renew (2s)."""
 
 
-class RemediationSettings(_Strict):
+class RemediationSettings(StrictModel):
     enabled: bool = False
-    dry_run: bool = True  # global: True changes nothing, whatever the policies say
-    kill_switch: bool = False  # stops every action (also: the kill-switch annotation)
-    policy_files: list[str] = []
+    """Run the remediation ladder at all. Off: alerting works without cluster write access."""
+    dry_run: bool = True
+    """Global: True changes nothing, whatever the policies say. On until an admin turns
+    it off, so a policy in enforce mode is reviewed in the logs first."""
+    kill_switch: bool = False
+    """Stops every action (so does the kill-switch annotation on the controller namespace)."""
+    policy_files: list[ConfigPath] = Field(default_factory=list)
+    """ReclaimPolicy file globs, relative to the config file."""
     controller_namespace: str = "gpu-guardian"
-    kubeconfig: str | None = None  # None: in-cluster service account
-    api_timeout: Seconds = 10.0
-    cycle_interval: Seconds = 60.0  # at most one ladder cycle per this much evaluation time
+    """Namespace the controller runs in (Lease, kill switch); the manifests' namespace."""
+    kubeconfig: ConfigPath | None = None
+    """kubeconfig file; unset: the in-cluster service account."""
+    api_timeout: Duration = 10.0
+    """Seconds one Kubernetes API call may take. 10s: a healthy API server answers in
+    well under a second; longer means it is overloaded, and the cycle moves on."""
+    cycle_interval: Duration = 60.0
+    """At most one ladder cycle per this many seconds of evaluation time (1m, as the
+    default evaluation interval)."""
     max_actions_per_cycle: int = Field(default=10, ge=0)
-    max_health_age: Seconds = 300.0
+    """Reclaims per cycle over all policies: a blast-radius cap if a rule misfires."""
+    max_health_age: Duration = 300.0
+    """Seconds after which a rule group's last evaluation is too old to act on. 5m: five
+    missed evaluations at the default interval mean the data cannot be trusted."""
     leader_election: LeaderElectionSettings = LeaderElectionSettings()
-
-    def resolved(self, base: Path) -> RemediationSettings:
-        """Relative paths taken from the config file's directory."""
-
-        def fix(path: str) -> str:
-            return path if Path(path).is_absolute() else str(base / path)
-
-        return self.model_copy(
-            update={
-                "policy_files": [fix(p) for p in self.policy_files],
-                "kubeconfig": fix(self.kubeconfig) if self.kubeconfig else None,
-            }
-        )
+    """Only the Lease holder acts."""

@@ -8,49 +8,56 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from guardian.engine.notify.findings import FindingRules, PriceTable
 from guardian.engine.notify.routing import WEEKDAYS, MuteWindow, Routes
-from guardian_common.durations import parse_duration
-
-
-def _duration(value: Any) -> Any:
-    if isinstance(value, str):
-        return parse_duration(value)
-    return value
-
+from guardian_common.config_types import ConfigPath, Duration, StrictModel
 
 Meaning = Literal["peak_utilization", "peak_memory_ratio", "none"]
-Seconds = Annotated[float, BeforeValidator(_duration), Field(gt=0)]
+_MEANINGS: dict[str, Meaning] = {
+    "GpuIdle": "peak_utilization",
+    "GpuMemoryUnderutilized": "peak_memory_ratio",
+}
 _HHMM = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$|^24:00$")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class RoutingSettings(StrictModel):
+    """Which channel a message goes to: the first match of policy, namespace, gpu_group."""
 
-
-class RoutingSettings(_Strict):
     default_channel: str = Field(min_length=1)
-    by_policy: dict[str, str] = {}
-    by_namespace: dict[str, str] = {}
-    by_gpu_group: dict[str, str] = {}
+    """Channel ID (not a #name) for everything no rule below matches."""
+    by_policy: dict[str, str] = Field(default_factory=dict)
+    """ReclaimPolicy name -> channel ID."""
+    by_namespace: dict[str, str] = Field(default_factory=dict)
+    """Namespace -> channel ID."""
+    by_gpu_group: dict[str, str] = Field(default_factory=dict)
+    """``gpu_group`` label value -> channel ID."""
 
 
-class MuteWindowSettings(_Strict):
+class MuteWindowSettings(StrictModel):
     """Absolute (``start``/``end``, RFC 3339 with a zone) and/or recurring (``weekdays``,
     ``daily_start``-``daily_end`` as HH:MM in ``timezone``)."""
 
     start: datetime | None = None
+    """Start of an absolute window (RFC 3339 with a zone); unset: open-ended."""
     end: datetime | None = None
-    weekdays: list[Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"]] = []
+    """End of an absolute window; unset: open-ended."""
+    weekdays: list[Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"]] = Field(
+        default_factory=list
+    )
+    """Days the recurring window applies; empty: every day."""
     daily_start: str | None = None
+    """HH:MM the recurring window starts, in ``timezone``."""
     daily_end: str | None = None
+    """HH:MM it ends (24:00: midnight); set together with ``daily_start``."""
     timezone: str = "UTC"
-    namespaces: list[str] = []
+    """IANA zone of the recurring window. UTC: the same for every reader of the config."""
+    namespaces: list[str] = Field(default_factory=list)
+    """Namespaces muted; empty: all."""
 
     @field_validator("daily_start", "daily_end")
     @classmethod
@@ -103,31 +110,48 @@ class MuteWindowSettings(_Strict):
         )
 
 
-class GroupingSettings(_Strict):
+class GroupingSettings(StrictModel):
     enabled: bool = True
+    """Fold many new alerts of one rule and namespace into one message, so a node
+    failure does not flood a channel."""
     min_alerts: int = Field(default=5, ge=2)
+    """New alerts of one rule and namespace in one cycle that make a group. 5: fewer
+    still read well as separate messages."""
 
 
-class PriceSettings(_Strict):
+class PriceSettings(StrictModel):
     """Price per GPU-hour. ``per_model`` keys match exactly, else as a substring of the
     model name (longest wins); ``default`` prices unknown models (unset: no cost shown)."""
 
     currency: str = "$"
+    """Symbol put before amounts."""
     default: float | None = Field(default=None, ge=0)
-    per_model: dict[str, Annotated[float, Field(ge=0)]] = {}
+    """Price per GPU-hour of a model not in ``per_model``; unset: no cost is shown
+    rather than a guessed one."""
+    per_model: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
+    """Model name (or part of it) -> price per GPU-hour."""
 
 
-class DeliverySettings(_Strict):
-    post_interval: Seconds = 1.1  # per channel; Slack allows about one post per second
+class DeliverySettings(StrictModel):
+    post_interval: Duration = 1.1
+    """Seconds between posts to one channel. 1.1s: Slack allows about one per second."""
     rate_limit_retries: int = Field(default=1, ge=0, le=5)
-    backoff_initial: Seconds = 1.0
-    backoff_max: Seconds = 300.0
-    request_timeout: Seconds = 30.0
-    # "history": before re-posting a message that may have arrived, look for it with
-    # conversations.history/replies (needs channels:history, groups:history);
-    # "resend": re-post without looking (a crash in that window can duplicate it).
+    """Retries of a 429 inside one call (after its Retry-After); later ones wait in the
+    queue, so one rate-limited channel cannot hold the others up."""
+    backoff_initial: Duration = 1.0
+    """Seconds before the first retry after a 5xx or connection error; doubles each time."""
+    backoff_max: Duration = 300.0
+    """Longest wait in seconds between retries, and the retry interval while the token is
+    refused. 5m: an outage ends within minutes of Slack's without hammering it."""
+    request_timeout: Duration = 30.0
+    """Seconds one Slack API call may take (slack_sdk's own default)."""
     reconcile: Literal["history", "resend"] = "history"
-    retention: Seconds = 14 * 86400.0  # how long finished operations are kept
+    """"history": before re-posting a message that may have arrived, look for it with
+    conversations.history/replies (needs channels:history, groups:history);
+    "resend": re-post without looking (a crash in that window can duplicate it)."""
+    retention: Duration = 14 * 86400.0
+    """Seconds finished operations are kept, against replays. 14d: longer than any
+    outage a queued message is meant to survive."""
 
     @model_validator(mode="after")
     def _order(self) -> DeliverySettings:
@@ -136,26 +160,44 @@ class DeliverySettings(_Strict):
         return self
 
 
-class SlackSettings(_Strict):
+class SlackSettings(StrictModel):
     enabled: bool = True
+    """Post at all; off keeps the section (and its validation) without posting."""
     mode: Literal["bot", "webhook"] = "bot"
+    """"bot": chat.postMessage with threads and updates; "webhook": an incoming webhook,
+    which cannot update messages."""
     token_env: str = "SLACK_BOT_TOKEN"  # noqa: S105 - the variable's name, not a token
-    token_file: str | None = None
+    """Variable holding the bot token when ``token_file`` is unset (Slack's usual name)."""
+    token_file: ConfigPath | None = None
+    """File holding the bot token (a mounted Secret); wins over ``token_env``."""
     webhook_url_env: str = "SLACK_WEBHOOK_URL"
-    webhook_url_file: str | None = None
+    """Variable holding the webhook URL in webhook mode."""
+    webhook_url_file: ConfigPath | None = None
+    """File holding the webhook URL; wins over ``webhook_url_env``."""
     api_url: str = "https://slack.com/api/"
+    """Slack Web API base URL; another one only for a fake Slack or a proxy."""
     routing: RoutingSettings
-    repeat_interval: Seconds = 4 * 3600.0
+    """Where each message goes."""
+    repeat_interval: Duration = 4 * 3600.0
+    """Seconds between reminders for an episode that is still wasting GPUs. 4h: about
+    twice a working day, often enough to act on, rare enough not to be muted."""
     grouping: GroupingSettings = GroupingSettings()
-    mute: list[MuteWindowSettings] = []
+    """Folding many alerts into one message."""
+    mute: list[MuteWindowSettings] = Field(default_factory=list)
+    """Windows in which nothing is posted (maintenance, nights)."""
     prices: PriceSettings = PriceSettings()
-    value_meaning: dict[str, Meaning] = {
-        "GpuIdle": "peak_utilization",
-        "GpuMemoryUnderutilized": "peak_memory_ratio",
-    }
-    idle_windows: dict[str, Seconds] = {"GpuIdle": 1800.0, "GpuMemoryUnderutilized": 3600.0}
+    """GPU-hour prices for the cost shown in messages."""
+    value_meaning: dict[str, Meaning] = Field(default_factory=lambda: dict(_MEANINGS))
+    """Alert name -> what the alert's value is; the defaults match the shipped rules."""
+    idle_windows: dict[str, Duration] = Field(
+        default_factory=lambda: {"GpuIdle": 1800.0, "GpuMemoryUnderutilized": 3600.0}
+    )
+    """Alert name -> seconds its rule looks back over, for "idle for" when the alert has
+    no ``idle_since``; the defaults match the shipped rules (30m, 1h)."""
     cluster_label: str = "cluster"
+    """Alert label that names the cluster in messages (the usual external label)."""
     delivery: DeliverySettings = DeliverySettings()
+    """Pacing, retries and retention of posts."""
 
     @field_validator("api_url")
     @classmethod

@@ -10,6 +10,7 @@ import pytest
 from exporter.adapters.users import check_password, load_users
 from exporter.adapters.vgpu_config import load_vgpu_ratios
 from exporter.app.settings import settings_from
+from exporter.cli import build_parser, main
 from exporter.model.errors import ConfigError
 
 NO_FLAGS: dict[str, object] = {}
@@ -58,6 +59,46 @@ def test_invalid_settings_name_their_source(
         settings_from(flags, env, "h")
     assert info.value.field is not None
     assert info.value.field.startswith(where)
+
+
+DURATIONS = ("interval", "collect_timeout", "nvml_backoff_max", "kube_timeout")
+
+
+@pytest.mark.parametrize("name", DURATIONS)
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("15s", 15.0), ("1m30s", 90.0), ("250ms", 0.25), ("2", 2.0)]
+)
+def test_duration_flags_and_variables_take_the_shared_syntax(
+    name: str, text: str, seconds: float
+) -> None:
+    flag = "--" + name.replace("_", "-")
+    args = build_parser().parse_args(["serve", flag, text])
+    from_flag = settings_from({name: getattr(args, name)}, {}, "h")
+    var = "GUARDIAN_EXPORTER_" + name.upper()
+    from_env = settings_from(NO_FLAGS, {var: text}, "h")
+    assert getattr(from_flag, name) == getattr(from_env, name) == seconds
+
+
+@pytest.mark.parametrize("name", DURATIONS)
+@pytest.mark.parametrize("text", ["15x", "1.5m", "soon", "0", "0s", "-5"])
+def test_bad_durations_name_the_flag_or_variable(name: str, text: str) -> None:
+    flag = "--" + name.replace("_", "-")
+    var = "GUARDIAN_EXPORTER_" + name.upper()
+    with pytest.raises(ConfigError) as from_flag:
+        settings_from({name: text}, {}, "h")
+    with pytest.raises(ConfigError) as from_env:
+        settings_from(NO_FLAGS, {var: text}, "h")
+    assert from_flag.value.field == flag
+    assert from_env.value.field == f"{var} (environment)"
+    assert repr(text) in str(from_flag.value)
+    assert str(from_flag.value).count(repr(text)) == 1  # said once, not twice
+
+
+def test_a_bad_duration_flag_fails_serve_with_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--interval", "5 minutes"]) == 2
+    err = capsys.readouterr().err
+    assert "configuration error: --interval: not a valid duration string: '5 minutes'" in err
+    assert "15s or 1m30s" in err
 
 
 def test_vgpu_file_with_overrides(tmp_path: Path) -> None:

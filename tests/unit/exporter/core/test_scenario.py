@@ -60,6 +60,46 @@ def test_errors_name_file_line_and_field(text: str, field: str, line: int) -> No
     assert str(info.value).startswith(f"node.yaml:{line}: {field}: ")
 
 
+def test_times_take_the_shared_duration_syntax() -> None:
+    text = BASE.replace("end: 20,", "end: 1m30s,").replace("at: 10,", "at: 10s,")
+    text += "faults:\n  - {kind: hung_call, start: 1m, hang_seconds: 50ms}\n"
+    text += "sample_period_seconds: '0.5'\n"
+
+    scenario = parse_scenario(text)
+
+    assert scenario.processes[1].end == 90.0
+    assert [step.at for step in scenario.processes[1].sm_percent] == [0.0, 10.0]  # type: ignore[union-attr]
+    assert (scenario.faults[0].start, scenario.faults[0].hang_seconds) == (60.0, 0.05)
+    assert scenario.sample_period_seconds == 0.5
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "reason"),
+    [
+        ("end: 20,", "end: -1,", "processes.1.end", "greater than or equal to 0"),
+        (
+            "version: 1",
+            "version: 1\nfaults: [{kind: gpu_lost, start: 10x}]",
+            "faults.0.start",
+            "not a valid duration string",
+        ),
+        (
+            "version: 1",
+            "version: 1\nsample_period_seconds: 0",
+            "sample_period_seconds",
+            "greater than 0",
+        ),
+        ("end: 20,", "end: true,", "processes.1.end", "not a boolean"),
+    ],
+)
+def test_bad_times_name_the_field(old: str, new: str, field: str, reason: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_scenario(BASE.replace(old, new), "node.yaml")
+    assert info.value.field is not None
+    assert info.value.field.startswith(field)
+    assert reason in str(info.value)
+
+
 def test_unknown_device_reference_is_rejected() -> None:
     with pytest.raises(ConfigError, match="unknown device 'GPU-nope'"):
         parse_scenario(BASE.replace(f"gpu: {GPU}, memory: null", "gpu: GPU-nope, memory: null"))

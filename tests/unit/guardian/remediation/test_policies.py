@@ -73,6 +73,27 @@ def test_errors_name_file_line_and_field(body: str, expected: str) -> None:
     assert any(e.startswith(expected) for e in found), found
 
 
+@pytest.mark.parametrize(
+    ("value", "seconds"), [("0", 0.0), ("0s", 0.0), ("90", 90.0), ("1m30s", 90.0), ("'15'", 15.0)]
+)
+def test_policy_durations_allow_zero_and_take_the_shared_syntax(value: str, seconds: float) -> None:
+    text = (
+        HEAD
+        + f"metadata: {{name: a}}\nspec:\n  warmup: {value}\n  ladder: {{gracePeriod: {value}}}\n"
+    )
+    (policy,) = parse_policies(text, "p.yaml")
+    assert (policy.spec.warmup, policy.spec.ladder.grace_period) == (seconds, seconds)
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"), [("-1", "greater than or equal to 0"), ("true", "not a boolean")]
+)
+def test_policy_durations_refuse_negatives_and_booleans(value: str, reason: str) -> None:
+    (found,) = errors(HEAD + f"metadata: {{name: a}}\nspec:\n  warmup: {value}\n")
+    assert found.startswith("p.yaml:5: spec.warmup: ")
+    assert reason in found
+
+
 def test_wrong_kind_and_multi_document_lines() -> None:
     text = HEAD + "metadata: {name: a}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n"
     assert errors(text) == [
