@@ -131,10 +131,11 @@ def engine_cycles(url: str, rules: Path, state: Path, cycles: int) -> dict[str, 
     from guardian.engine.rules.group_eval import CompiledGroup
     from guardian.engine.rules.loader import parse_rule_file
     from guardian.engine.rules.slots import slot_at_or_before
+    from guardian.model.http_client import HttpClientConfig
 
     query_seconds: list[float] = []
     querier = PrometheusQuerier(
-        PrometheusAccess(url, timeout_seconds=120),
+        PrometheusAccess(HttpClientConfig(url, timeout=120)),
         observer=lambda _outcome, seconds: query_seconds.append(seconds),
     )
     rule_file = parse_rule_file(rules.read_text(), str(rules))

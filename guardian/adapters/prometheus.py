@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import requests
 from prometheus_api_client import PrometheusConnect
 from urllib3.exceptions import MaxRetryError, NewConnectionError, TimeoutError
 from urllib3.util.retry import Retry
 
+from guardian.adapters.http_client import CredentialError, credentials
+from guardian.model.http_client import HttpClientConfig
 from guardian.model.labels import LabelSet
 from guardian.model.query import PromSample, QueryResult
 from guardian_common.errors import PermanentError, TransientError
@@ -35,21 +36,11 @@ QueryObserver = Callable[[str, float], None]  # (outcome, seconds)
 
 @dataclass(frozen=True)
 class PrometheusAccess:
-    """How to reach the query API. Secrets come as file paths, read at request time."""
+    """How to reach the query API: the shared client config plus what is Prometheus's own."""
 
-    url: str
-    timeout_seconds: float = 30.0
-    thanos: bool = False
-    bearer_token_file: str | None = None
-    basic_auth_username: str | None = None
-    basic_auth_password_file: str | None = None
-    basic_auth_password: str | None = field(default=None, repr=False)
-    ca_file: str | None = None
-    cert_file: str | None = None
-    key_file: str | None = None
-    insecure_skip_verify: bool = False
-    method: str = "GET"
-    headers: Mapping[str, str] = field(default_factory=dict)
+    http: HttpClientConfig
+    thanos: bool = False  # Thanos Query: no partial responses, dedup, warnings mean partial
+    method: Literal["GET", "POST"] = "GET"
 
 
 class QueryFailedError(TransientError):
@@ -68,43 +59,10 @@ class QueryRejectedError(PermanentError):
         self.reason = reason
 
 
-class BearerTokenFile(requests.auth.AuthBase):
-    """Sends ``Authorization: Bearer <file content>``, re-reading the file on every
-    request so a rotated token (projected service-account token) is picked up."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
-        try:
-            token = Path(self.path).read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise QueryRejectedError(
-                f"cannot read bearer token file {self.path}: {exc}", reason="auth"
-            ) from exc
-        request.headers["Authorization"] = f"Bearer {token}"
-        return request
-
-
-def _auth(access: PrometheusAccess) -> requests.auth.AuthBase | tuple[str, str] | None:
-    if access.bearer_token_file:
-        return BearerTokenFile(access.bearer_token_file)
-    if access.basic_auth_username is not None:
-        password = access.basic_auth_password or ""
-        if access.basic_auth_password_file:
-            password = Path(access.basic_auth_password_file).read_text(encoding="utf-8").strip()
-        return (access.basic_auth_username, password)
-    return None
-
-
-def _session(access: PrometheusAccess) -> requests.Session:
+def _session(http: HttpClientConfig) -> requests.Session:
     session = requests.Session()
-    if access.insecure_skip_verify:
-        session.verify = False
-    elif access.ca_file:
-        session.verify = access.ca_file
-    if access.cert_file:
-        session.cert = (access.cert_file, access.key_file) if access.key_file else access.cert_file
+    session.verify = http.tls.verify
+    session.cert = http.tls.cert
     return session
 
 
@@ -177,13 +135,14 @@ class PrometheusQuerier:
         self._monotonic = monotonic
         # No status retries (a 503 is a query timeout); one quick connect retry only.
         retry = Retry(total=1, connect=1, read=0, status=0, other=0, backoff_factor=0)
+        http = access.http
         self._client = PrometheusConnect(
-            url=access.url.rstrip("/"),
-            headers=dict(access.headers) or None,
+            url=http.url.rstrip("/"),
+            headers=dict(http.headers) or None,
             retry=retry,
-            auth=_auth(access),
-            session=session or _session(access),
-            timeout=access.timeout_seconds,
+            auth=credentials(http),
+            session=session or _session(http),
+            timeout=http.timeout,
             method=access.method,
         )
 
@@ -224,12 +183,14 @@ class PrometheusQuerier:
                 headers=client.headers,
                 auth=client.auth,
                 cert=client._session.cert,
-                timeout=self.access.timeout_seconds,
+                timeout=self.access.http.timeout,
             )
+        except CredentialError as exc:
+            raise QueryRejectedError(str(exc), reason="auth") from exc
         except requests.RequestException as exc:
             if _is_timeout(exc):
                 raise QueryFailedError(
-                    f"query timed out after {self.access.timeout_seconds}s: {exc}",
+                    f"query timed out after {self.access.http.timeout}s: {exc}",
                     reason="timeout",
                 ) from exc
             raise QueryFailedError(

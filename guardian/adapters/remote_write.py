@@ -12,44 +12,23 @@ import email.utils
 import importlib.metadata
 import logging
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
-from types import MappingProxyType, TracebackType
+from collections.abc import Iterator, Sequence
+from types import TracebackType
 from typing import Self
-from urllib.parse import urlsplit
 
 import cramjam
 import requests
 
 from guardian.adapters import _remote_write_pb2 as pb
+from guardian.adapters.http_client import CredentialError, credentials
+from guardian.model.http_client import HttpClientConfig
 from guardian.model.series import TimeSeries
 from guardian_common.errors import ConfigError, PermanentError, TransientError
 
 logger = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = "0.1.0"
-_NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 _BODY_IN_ERROR = 512
-
-# Headers the protocol or the auth options own; Prometheus refuses them in `headers` too.
-_RESERVED_HEADERS = frozenset(
-    {
-        "authorization",
-        "connection",
-        "content-encoding",
-        "content-length",
-        "content-type",
-        "host",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "retry-after",
-        "transfer-encoding",
-        "user-agent",
-        "www-authenticate",
-        "x-prometheus-remote-write-version",
-    }
-)
 
 
 def encode_write_request(series: Sequence[TimeSeries]) -> bytes:
@@ -98,64 +77,32 @@ def batches(series: Sequence[TimeSeries], max_samples: int) -> Iterator[list[Tim
 
 
 class RemoteWriteClient:
-    """Writes series to one remote-write endpoint. Thread-safe; requests are serialised."""
+    """Writes series to one remote-write endpoint. Thread-safe; requests are serialised.
+
+    ``config`` comes validated from the settings (``remote_write:``); its URL is the full
+    write endpoint. Credential files are read again for every request.
+    """
 
     def __init__(
         self,
-        url: str,
+        config: HttpClientConfig,
         *,
-        timeout: float,
-        headers: Mapping[str, str] = _NO_HEADERS,
-        bearer_token_file: Path | None = None,
-        basic_auth: tuple[str, str] | None = None,
-        ca_file: Path | None = None,
-        cert_file: Path | None = None,
-        key_file: Path | None = None,
         max_samples_per_request: int = 2000,
         session: requests.Session | None = None,
     ) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ConfigError(f"not an http(s) URL: {url!r}", field="remote_write.url")
-        if not timeout > 0:
-            raise ConfigError(f"must be > 0, got {timeout!r}", field="remote_write.timeout")
         if max_samples_per_request < 1:
             raise ConfigError(
                 f"must be >= 1, got {max_samples_per_request!r}",
                 field="remote_write.max_samples_per_request",
             )
-        reserved = sorted(name for name in headers if name.lower() in _RESERVED_HEADERS)
-        if reserved:
-            raise ConfigError(
-                f"{', '.join(reserved)} cannot be set here; the client sets it",
-                field="remote_write.headers",
-            )
-        if bearer_token_file is not None and basic_auth is not None:
-            raise ConfigError(
-                "bearer_token_file and basic_auth are mutually exclusive",
-                field="remote_write.basic_auth",
-            )
-        if (cert_file is None) != (key_file is None):
-            raise ConfigError(
-                "cert_file and key_file must be given together", field="remote_write.cert_file"
-            )
-        for option, path in (
-            ("ca_file", ca_file),
-            ("cert_file", cert_file),
-            ("key_file", key_file),
-        ):
-            if path is not None and not path.is_file():
-                raise ConfigError(f"no such file: {path}", field=f"remote_write.{option}")
-
-        self.url = url
-        self._timeout = timeout
+        self.url = config.url
+        self._timeout = config.timeout
         self._max_samples = max_samples_per_request
-        self._bearer_token_file = bearer_token_file
-        self._basic_auth = basic_auth
-        self._verify: bool | str = str(ca_file) if ca_file is not None else True
-        self._cert = (str(cert_file), str(key_file)) if cert_file and key_file else None
+        self._auth = credentials(config)
+        self._verify = config.tls.verify
+        self._cert = config.tls.cert
         self._headers = {
-            **headers,
+            **config.headers,
             "Content-Encoding": "snappy",
             "Content-Type": "application/x-protobuf",
             "X-Prometheus-Remote-Write-Version": PROTOCOL_VERSION,
@@ -188,37 +135,22 @@ class RemoteWriteClient:
     ) -> None:
         self.close()
 
-    def _request_headers(self) -> dict[str, str]:
-        if self._bearer_token_file is None:
-            return self._headers
-        # Re-read every time: projected service-account tokens are rotated in place.
-        try:
-            token = self._bearer_token_file.read_text().strip()
-        except OSError as exc:
-            raise PermanentError(
-                f"remote write: cannot read bearer token file {self._bearer_token_file}: {exc}"
-            ) from exc
-        if not token:
-            raise PermanentError(
-                f"remote write: bearer token file {self._bearer_token_file} is empty"
-            )
-        return {**self._headers, "Authorization": f"Bearer {token}"}
-
     def _post(self, body: bytes, batch: Sequence[TimeSeries]) -> None:
-        headers = self._request_headers()
         samples = sum(len(item.samples) for item in batch)
         try:
             with self._lock:
                 response = self._session.post(
                     self.url,
                     data=body,
-                    headers=headers,
+                    headers=self._headers,
                     timeout=self._timeout,
-                    auth=self._basic_auth,
+                    auth=self._auth,
                     verify=self._verify,
                     cert=self._cert,
                     allow_redirects=False,
                 )
+        except CredentialError as exc:
+            raise PermanentError(f"remote write to {self.url}: {exc}") from exc
         except requests.Timeout as exc:
             raise TransientError(
                 f"remote write to {self.url} timed out after {self._timeout}s: {exc}"

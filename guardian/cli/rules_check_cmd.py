@@ -11,6 +11,7 @@ from guardian.app.rules.build import prometheus_access
 from guardian.app.rules.check import load_findings, missing_recorded_metrics
 from guardian.app.settings.config_file import load_settings
 from guardian.cli._common import EXIT_FAILURE, EXIT_OK
+from guardian.model.http_client import HttpClientConfig
 from guardian_common.errors import ConfigError
 
 SubParsers = argparse._SubParsersAction
@@ -35,7 +36,7 @@ def run_check(args: argparse.Namespace) -> int:
     files, findings = load_findings(args.files)
     access: PrometheusAccess | None = None
     if args.prometheus_url:
-        access = PrometheusAccess(url=args.prometheus_url)
+        access = PrometheusAccess(HttpClientConfig(args.prometheus_url))
     elif args.config:
         try:
             access = prometheus_access(load_settings(args.config, os.environ))

@@ -23,6 +23,7 @@ from guardian.app.promtest.group_run import GroupRun
 from guardian.app.rules.build import read_rule_files
 from guardian.engine.promtest.model import TestGroup, UnitTestFile, parse_test_file
 from guardian.engine.rules.group_eval import CompiledGroup
+from guardian.model.http_client import HttpClientConfig
 from guardian.sim.prometheus_server import PrometheusBinaries
 from guardian_common.errors import ConfigError, ConfigErrors
 
@@ -111,8 +112,8 @@ def _run_group(
     except UnsupportedTestError as exc:
         return GroupResult(group.name, Status.UNSUPPORTED, (f"    {exc}",))
     try:
-        querier = PrometheusQuerier(PrometheusAccess(url=prom.url, timeout_seconds=60))
-        writer = RemoteWriteClient(f"{prom.url}/api/v1/write", timeout=60)
+        querier = PrometheusQuerier(PrometheusAccess(HttpClientConfig(prom.url, timeout=60)))
+        writer = RemoteWriteClient(HttpClientConfig(f"{prom.url}/api/v1/write", timeout=60))
         try:
             run = GroupRun(rule_groups, group, querier, writer, test.evaluation_interval_ms)
             failures = run.run()

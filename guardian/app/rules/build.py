@@ -6,21 +6,21 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from guardian.adapters.alert_store import AlertStore
+from guardian.adapters.http_client import check_tls_files
 from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
 from guardian.adapters.remote_write import RemoteWriteClient
 from guardian.app.config_files import parse_files
 from guardian.app.rules.metrics import EngineMetrics
 from guardian.app.rules.runtime import RuleEngine
-from guardian.app.settings.config_file import HttpClientSettings, Settings
+from guardian.app.settings.config_file import Settings
+from guardian.app.settings.http_client import RemoteWriteSettings
 from guardian.engine.rules.alerting import TemplateEnv
 from guardian.engine.rules.for_state import RestorePolicy
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.engine.rules.loader import parse_rule_file
 from guardian.model.rules import RuleFile
-from guardian_common.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
@@ -41,44 +41,15 @@ def compile_groups(settings: Settings) -> list[CompiledGroup]:
 
 def prometheus_access(settings: Settings) -> PrometheusAccess:
     p = settings.prometheus
-    auth = p.basic_auth
-    return PrometheusAccess(
-        url=p.url,
-        timeout_seconds=p.timeout,
-        thanos=p.thanos,
-        bearer_token_file=p.bearer_token_file,
-        basic_auth_username=auth.username if auth else None,
-        basic_auth_password=auth.password if auth else None,
-        basic_auth_password_file=auth.password_file if auth else None,
-        ca_file=p.tls.ca_file,
-        cert_file=p.tls.cert_file,
-        key_file=p.tls.key_file,
-        insecure_skip_verify=p.tls.insecure_skip_verify,
-        method=p.method,
-        headers=p.headers,
-    )
+    return PrometheusAccess(p.client_config(), thanos=p.thanos, method=p.method)
 
 
-def remote_write_client(rw: HttpClientSettings) -> RemoteWriteClient:
-    if rw.tls.insecure_skip_verify:
-        raise ConfigError("not supported for remote write", field="remote_write.tls")
-    auth = rw.basic_auth
-    basic: tuple[str, str] | None = None
-    if auth is not None:
-        password = auth.password or ""
-        if auth.password_file:
-            password = Path(auth.password_file).read_text(encoding="utf-8").strip()
-        basic = (auth.username, password)
-    return RemoteWriteClient(
-        rw.url,
-        timeout=rw.timeout,
-        headers=rw.headers,
-        bearer_token_file=Path(rw.bearer_token_file) if rw.bearer_token_file else None,
-        basic_auth=basic,
-        ca_file=Path(rw.tls.ca_file) if rw.tls.ca_file else None,
-        cert_file=Path(rw.tls.cert_file) if rw.tls.cert_file else None,
-        key_file=Path(rw.tls.key_file) if rw.tls.key_file else None,
-    )
+def remote_write_client(rw: RemoteWriteSettings) -> RemoteWriteClient:
+    """The client for ``rw``. Raises ConfigError if a TLS file is missing: remote write
+    runs after evaluations, so a typo would otherwise only show in the logs."""
+    config = rw.client_config()
+    check_tls_files(config, "remote_write")
+    return RemoteWriteClient(config)
 
 
 @dataclass

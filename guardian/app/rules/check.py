@@ -61,19 +61,20 @@ def missing_recorded_metrics(files: Sequence[RuleFile], access: PrometheusAccess
     uses = recorded_metrics_used(files)
     if not uses:
         return []
+    url = access.http.url
     querier = PrometheusQuerier(access)
     try:
         known = querier.metric_names()
     except (GuardianError, OSError, ValueError) as exc:
-        return [Finding(access.url, f"cannot list metric names: {exc}")]
+        return [Finding(url, f"cannot list metric names: {exc}")]
     except Exception as exc:
-        return [Finding(access.url, f"cannot list metric names: {exc}")]
+        return [Finding(url, f"cannot list metric names: {exc}")]
     finally:
         querier.close()
     return [
         Finding(
             f"{path}:{line}",
-            f"alert {alert} uses recorded metric {metric}, which does not exist in {access.url}",
+            f"alert {alert} uses recorded metric {metric}, which does not exist in {url}",
         )
         for path, line, alert, metric in uses
         if metric not in known

@@ -12,23 +12,16 @@ from __future__ import annotations
 import glob
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import yaml
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, ValidationError, field_validator
 
+from guardian.app.settings.http_client import PrometheusSettings, RemoteWriteSettings
 from guardian.app.settings.remediation import RemediationSettings
 from guardian.app.settings.slack import SlackSettings
 from guardian.model.labels import is_valid_label_name
-from guardian_common.durations import parse_duration
+from guardian_common.config_types import ConfigPath, Duration, RelativePath, StrictModel
 from guardian_common.errors import ConfigError, ConfigErrors
 from guardian_common.yamldoc import dotted, parse_yaml
 
@@ -37,95 +30,46 @@ ENV_PREFIX = "GUARDIAN_"
 _ENV_RESERVED = frozenset({"GUARDIAN_CONFIG"})
 
 
-def _duration(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return parse_duration(value)
-        except ValueError as exc:
-            raise ValueError(str(exc)) from exc
-    return value
+StatePath = Annotated[str, RelativePath(keep=frozenset({":memory:"}))]
 
 
-Seconds = Annotated[float, BeforeValidator(_duration), Field(gt=0)]
+class RestoreSettings(StrictModel):
+    """How ``for`` state is restored after a restart, as Prometheus's ``--rules.alert.*``."""
+
+    for_grace_period: Duration = 600.0
+    """Seconds an alert restored mid-``for`` still waits at least before firing. 10m:
+    Prometheus's default, so a restart cannot make an alert fire at once."""
+    for_outage_tolerance: Duration = 3600.0
+    """Seconds of downtime after which ``for`` state is not restored (the alert starts
+    over). 1h: Prometheus's default."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class BasicAuth(_Strict):
-    username: str
-    password: str | None = Field(default=None, repr=False)
-    password_file: str | None = None
-
-    @model_validator(mode="after")
-    def _one_password(self) -> BasicAuth:
-        if self.password is not None and self.password_file is not None:
-            raise ValueError("set password or password_file, not both")
-        return self
-
-
-class TLSSettings(_Strict):
-    ca_file: str | None = None
-    cert_file: str | None = None
-    key_file: str | None = None
-    insecure_skip_verify: bool = False
-
-    @model_validator(mode="after")
-    def _pair(self) -> TLSSettings:
-        if self.key_file and not self.cert_file:
-            raise ValueError("key_file needs cert_file")
-        return self
-
-
-class HttpClientSettings(_Strict):
-    url: str
-    timeout: Seconds = 30.0
-    bearer_token_file: str | None = None
-    basic_auth: BasicAuth | None = None
-    tls: TLSSettings = TLSSettings()
-    headers: dict[str, str] = {}
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, url: str) -> str:
-        if not url.startswith(("http://", "https://")):
-            raise ValueError(f"url must start with http:// or https://, got {url!r}")
-        return url
-
-    @model_validator(mode="after")
-    def _check(self) -> HttpClientSettings:
-        if self.bearer_token_file and self.basic_auth:
-            raise ValueError("set bearer_token_file or basic_auth, not both")
-        return self
-
-
-class PrometheusSettings(HttpClientSettings):
-    thanos: bool = False
-    method: Literal["GET", "POST"] = "GET"
-
-
-class RemoteWriteSettings(HttpClientSettings):
-    timeout: Seconds = 10.0
-
-
-class RestoreSettings(_Strict):
-    for_grace_period: Seconds = 600.0
-    for_outage_tolerance: Seconds = 3600.0
-
-
-class Settings(_Strict):
+class Settings(StrictModel):
     prometheus: PrometheusSettings
-    rule_files: list[str] = Field(min_length=1)
-    evaluation_interval: Seconds = 60.0
-    state_path: str = "/var/lib/guardian/state.db"
-    external_labels: dict[str, str] = {}
+    """The Prometheus or Thanos Query that rules are evaluated against."""
+    rule_files: list[ConfigPath] = Field(min_length=1)
+    """Rule file globs, relative to the config file; a glob that matches nothing is an error."""
+    evaluation_interval: Duration = 60.0
+    """Seconds between evaluations of a group without its own ``interval``. 1m:
+    Prometheus's default, and GPU idleness is judged over tens of minutes."""
+    state_path: StatePath = "/var/lib/guardian/state.db"
+    """SQLite file that keeps alert state across restarts (``:memory:``: none). Under
+    /var/lib, where the manifests mount a volume."""
+    external_labels: dict[str, str] = Field(default_factory=dict)
+    """``$externalLabels`` in templates. Not added to alert labels, as in Prometheus's
+    rule manager (Prometheus adds them when it sends alerts on)."""
     external_url: str = ""
+    """``$externalURL`` in templates; empty, as nothing is known about how users reach us."""
     listen_address: str = "127.0.0.1:9469"
+    """HOST:PORT of /metrics and the API. Loopback: nothing is exposed unless asked for."""
     remote_write: RemoteWriteSettings | None = None
+    """Where ``ALERTS`` series are written; unset: they are not written."""
     restore: RestoreSettings = RestoreSettings()
+    """How ``for`` state survives a restart."""
     remediation: RemediationSettings = RemediationSettings()
-    slack: SlackSettings | None = None  # None: no Slack notifications
+    """Reclaiming idle GPUs; off and dry-run by default."""
+    slack: SlackSettings | None = None
+    """Slack notifications; unset: none are sent."""
 
     @field_validator("external_labels")
     @classmethod
@@ -183,56 +127,6 @@ def _env_overrides(env: Mapping[str, str]) -> dict[tuple[str, ...], str]:
     return out
 
 
-def _resolve(base: Path, value: str | None) -> str | None:
-    if value is None or value == ":memory:":
-        return value
-    path = Path(value)
-    return str(path if path.is_absolute() else base / path)
-
-
-def _resolve_paths(settings: Settings, base: Path) -> Settings:
-    def client(c: Any) -> Any:
-        if c is None:
-            return None
-        tls = c.tls.model_copy(
-            update={
-                k: _resolve(base, getattr(c.tls, k)) for k in ("ca_file", "cert_file", "key_file")
-            }
-        )
-        auth = c.basic_auth
-        if auth is not None and auth.password_file:
-            auth = auth.model_copy(update={"password_file": _resolve(base, auth.password_file)})
-        return c.model_copy(
-            update={
-                "tls": tls,
-                "basic_auth": auth,
-                "bearer_token_file": _resolve(base, c.bearer_token_file),
-            }
-        )
-
-    return settings.model_copy(
-        update={
-            "rule_files": [str(_resolve(base, p)) for p in settings.rule_files],
-            "state_path": _resolve(base, settings.state_path),
-            "prometheus": client(settings.prometheus),
-            "remote_write": client(settings.remote_write),
-            "remediation": settings.remediation.resolved(base),
-            "slack": _resolve_slack(settings.slack, base),
-        }
-    )
-
-
-def _resolve_slack(slack: SlackSettings | None, base: Path) -> SlackSettings | None:
-    if slack is None:
-        return None
-    return slack.model_copy(
-        update={
-            "token_file": _resolve(base, slack.token_file),
-            "webhook_url_file": _resolve(base, slack.webhook_url_file),
-        }
-    )
-
-
 def parse_settings(text: str, source: str, env: Mapping[str, str] | None = None) -> Settings:
     """Validate config ``text`` from file ``source`` with ``env`` overrides applied."""
     doc = parse_yaml(text, source)
@@ -258,7 +152,7 @@ def parse_settings(text: str, source: str, env: Mapping[str, str] | None = None)
             else:
                 errors.append(doc.error(err["msg"], loc))
         raise ConfigErrors(errors) from None
-    return _resolve_paths(settings, Path(source).resolve().parent)
+    return settings.resolved(Path(source).resolve().parent)
 
 
 def _env_source(loc: tuple[str | int, ...], overrides: Mapping[tuple[str, ...], str]) -> str | None:

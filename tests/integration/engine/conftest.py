@@ -71,8 +71,9 @@ def make_engine(
     from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
     from guardian.app.rules.runtime import RuleEngine
     from guardian.engine.rules.alerting import TemplateEnv
+    from guardian.model.http_client import HttpClientConfig
 
-    querier = PrometheusQuerier(PrometheusAccess(url, timeout_seconds=timeout))
+    querier = PrometheusQuerier(PrometheusAccess(HttpClientConfig(url, timeout=timeout)))
     store = AlertStore.open(str(state)) if state is not None else None
     return RuleEngine(
         load_groups(rules),

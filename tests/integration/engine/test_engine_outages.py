@@ -10,6 +10,7 @@ import pytest
 
 from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
 from guardian.model.alerts import EvaluationHealth, GroupEvaluation, TransitionKind
+from guardian.model.http_client import HttpClientConfig
 from guardian.sim.prometheus_server import free_loopback_port
 from tests.integration.engine.conftest import (
     STEP,
@@ -60,7 +61,9 @@ def test_outage_leaves_state_unchanged(
 
     if outage == "refused":
         dead = PrometheusQuerier(
-            PrometheusAccess(f"http://127.0.0.1:{free_loopback_port()}", timeout_seconds=1)
+            PrometheusAccess(
+                HttpClientConfig(f"http://127.0.0.1:{free_loopback_port()}", timeout=1)
+            )
         )
         engine.query = dead.query
     elif outage == "timeout":
@@ -92,7 +95,7 @@ def test_outage_leaves_state_unchanged(
     proxy.behaviour.delay_seconds = 0
     proxy.behaviour.status = None
     proxy.behaviour.warnings = ()
-    engine.query = PrometheusQuerier(PrometheusAccess(proxy.url, timeout_seconds=5)).query
+    engine.query = PrometheusQuerier(PrometheusAccess(HttpClientConfig(proxy.url, timeout=5))).query
     after = engine.evaluate(group.key, T0 + 5 * STEP)
     assert [(t.kind, t.labels["instance"]) for t in after.transitions] == [
         (TransitionKind.RESOLVED, "b")

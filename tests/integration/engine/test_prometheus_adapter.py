@@ -13,6 +13,7 @@ from guardian.adapters.prometheus import (
     QueryFailedError,
     QueryRejectedError,
 )
+from guardian.model.http_client import BasicAuthConfig, HttpClientConfig
 from guardian.sim.prometheus_server import free_loopback_port
 from tests.integration.engine.conftest import T0, openmetrics, series
 
@@ -25,7 +26,8 @@ def test_instant_query_at_the_evaluation_timestamp(prometheus: Any) -> None:
     prom = prometheus(openmetrics=DATA)
     outcomes: list[str] = []
     querier = PrometheusQuerier(
-        PrometheusAccess(prom.url, timeout_seconds=5), observer=lambda o, _s: outcomes.append(o)
+        PrometheusAccess(HttpClientConfig(prom.url, timeout=5)),
+        observer=lambda o, _s: outcomes.append(o),
     )
 
     result = querier.query("m", T0 + 300)
@@ -45,7 +47,7 @@ def test_instant_query_at_the_evaluation_timestamp(prometheus: Any) -> None:
 
 def test_bad_query_is_permanent_400_and_execution_error_is_422(prometheus: Any) -> None:
     prom = prometheus(openmetrics=DATA)
-    querier = PrometheusQuerier(PrometheusAccess(prom.url, timeout_seconds=5))
+    querier = PrometheusQuerier(PrometheusAccess(HttpClientConfig(prom.url, timeout=5)))
 
     with pytest.raises(QueryRejectedError, match="HTTP 400 bad_data") as bad:
         querier.query("sum(", T0)
@@ -58,7 +60,9 @@ def test_bad_query_is_permanent_400_and_execution_error_is_422(prometheus: Any) 
 
 def test_connection_refused_is_transient() -> None:
     port = free_loopback_port()
-    querier = PrometheusQuerier(PrometheusAccess(f"http://127.0.0.1:{port}", timeout_seconds=2))
+    querier = PrometheusQuerier(
+        PrometheusAccess(HttpClientConfig(f"http://127.0.0.1:{port}", timeout=2))
+    )
 
     with pytest.raises(QueryFailedError) as info:
         querier.query("up", T0)
@@ -68,7 +72,9 @@ def test_connection_refused_is_transient() -> None:
 def test_503_timeout_warnings_and_thanos_parameters(prometheus: Any, query_proxy: Any) -> None:
     prom = prometheus(openmetrics=DATA)
     proxy = query_proxy(prom.url)
-    querier = PrometheusQuerier(PrometheusAccess(proxy.url, timeout_seconds=1, thanos=True))
+    querier = PrometheusQuerier(
+        PrometheusAccess(HttpClientConfig(proxy.url, timeout=1), thanos=True)
+    )
 
     proxy.behaviour.status = 503
     with pytest.raises(QueryFailedError, match="HTTP 503 timeout") as unavailable:
@@ -101,7 +107,7 @@ def test_bearer_token_file_is_reread(prometheus: Any, query_proxy: Any, tmp_path
     token = tmp_path / "token"
     token.write_text("first\n")
     querier = PrometheusQuerier(
-        PrometheusAccess(proxy.url, timeout_seconds=5, bearer_token_file=str(token))
+        PrometheusAccess(HttpClientConfig(proxy.url, timeout=5, bearer_token_file=str(token)))
     )
 
     querier.query("m", T0)
@@ -117,10 +123,26 @@ def test_basic_auth(prometheus: Any, query_proxy: Any) -> None:
     proxy = query_proxy(prom.url)
     querier = PrometheusQuerier(
         PrometheusAccess(
-            proxy.url,
-            basic_auth_username="u",
-            basic_auth_password="p",  # noqa: S106
+            HttpClientConfig(proxy.url, basic_auth=BasicAuthConfig("u", "p")),
         )
     )
     querier.query("m", T0)
     assert proxy.requests[0]["authorization"] == "Basic dTpw"
+
+
+def test_password_file_is_reread(prometheus: Any, query_proxy: Any, tmp_path: Path) -> None:
+    prom = prometheus(openmetrics=DATA)
+    proxy = query_proxy(prom.url)
+    password = tmp_path / "password"
+    password.write_text("first\n")
+    auth = BasicAuthConfig("u", password_file=str(password))
+    querier = PrometheusQuerier(PrometheusAccess(HttpClientConfig(proxy.url, basic_auth=auth)))
+
+    querier.query("m", T0)
+    password.write_text("rotated")
+    querier.query("m", T0)
+
+    assert [r["authorization"] for r in proxy.requests] == [
+        "Basic dTpmaXJzdA==",  # u:first
+        "Basic dTpyb3RhdGVk",  # u:rotated
+    ]

@@ -26,6 +26,7 @@ from guardian.app.settings.remediation import LeaderElectionSettings, Remediatio
 from guardian.engine.rules.alerting import TemplateEnv
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.engine.rules.loader import parse_rule_file
+from guardian.model.http_client import HttpClientConfig
 from guardian.sim.kubeapi import FakeKubeAPI
 from guardian.sim.kubeapi import builders as b
 from guardian.sim.openmetrics import Sample, render_openmetrics
@@ -129,7 +130,7 @@ class Controller:
 def start_controller(
     prometheus_url: str, kubeconfig: Path, state: Path, policies: Path, **settings: Any
 ) -> Controller:
-    querier = PrometheusQuerier(PrometheusAccess(prometheus_url, timeout_seconds=10))
+    querier = PrometheusQuerier(PrometheusAccess(HttpClientConfig(prometheus_url, timeout=10)))
     store = AlertStore.open(str(state))
     engine = RuleEngine(
         compile_rules(), querier.query, store=store, env=TemplateEnv({}, "https://guardian.example")

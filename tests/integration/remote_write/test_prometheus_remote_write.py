@@ -10,6 +10,7 @@ import pytest
 from guardian.adapters.remote_write import RemoteWriteClient
 from guardian.engine.rules.alert_series import build_alert_series, stale_series
 from guardian.model.alerts import AlertState
+from guardian.model.http_client import HttpClientConfig
 from guardian.model.series import ActiveAlertSample, TimeSeries
 from guardian_common.errors import PermanentError
 from tests.helpers import prom_get
@@ -41,7 +42,7 @@ def test_alerts_written_come_back_and_resolved_ones_disappear_at_once(
     prometheus: PrometheusFactory,
 ) -> None:
     prom = prometheus()
-    client = RemoteWriteClient(f"{prom.url}/api/v1/write", timeout=10)
+    client = RemoteWriteClient(HttpClientConfig(f"{prom.url}/api/v1/write", timeout=10))
     t0 = _recent_minute()
     idle = {"alertname": "GpuIdle", "pod": "train-0", "namespace": "ml"}
     hot = {"alertname": "GpuHot", "gpu": "3", "severity": "critical"}
@@ -86,7 +87,7 @@ def test_resending_is_harmless_and_a_refused_sample_is_permanent(
     prometheus: PrometheusFactory,
 ) -> None:
     prom = prometheus()
-    client = RemoteWriteClient(f"{prom.url}/api/v1/write", timeout=10)
+    client = RemoteWriteClient(HttpClientConfig(f"{prom.url}/api/v1/write", timeout=10))
     t0 = _recent_minute()
     alert = ActiveAlertSample({"alertname": "GpuIdle"}, AlertState.FIRING, t0)
     late = build_alert_series([alert], (t0 + 60) * 1000)
@@ -103,7 +104,9 @@ def test_resending_is_harmless_and_a_refused_sample_is_permanent(
 
 def test_many_series_across_several_requests(prometheus: PrometheusFactory) -> None:
     prom = prometheus()
-    client = RemoteWriteClient(f"{prom.url}/api/v1/write", timeout=10, max_samples_per_request=7)
+    client = RemoteWriteClient(
+        HttpClientConfig(f"{prom.url}/api/v1/write", timeout=10), max_samples_per_request=7
+    )
     t0 = _recent_minute()
     alerts = [
         ActiveAlertSample({"alertname": "GpuIdle", "gpu": str(i)}, AlertState.FIRING, t0 - i)

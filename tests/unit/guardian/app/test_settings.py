@@ -105,6 +105,21 @@ def test_errors_name_file_line_and_field(text: str, line: int, field: str, reaso
     assert reason in error.reason
 
 
+@pytest.mark.parametrize("value", ["90", "'90'", "1m30s", "90s", "90.0"])
+def test_durations_in_the_file_and_in_the_environment(value: str) -> None:
+    from_file = parse_settings(MINIMAL + f"evaluation_interval: {value}\n", "c.yaml")
+    from_env = parse_settings(MINIMAL, "c.yaml", {"GUARDIAN_EVALUATION_INTERVAL": value})
+    assert from_file.evaluation_interval == from_env.evaluation_interval == 90.0
+
+
+@pytest.mark.parametrize("value", ["0", "0s", "-1", "true"])
+def test_settings_durations_must_be_positive(value: str) -> None:
+    text = MINIMAL + f"restore: {{for_grace_period: {value}}}\n"
+    with pytest.raises(ConfigErrors) as info:
+        parse_settings(text, "c.yaml")
+    assert info.value.errors[0].field == "restore.for_grace_period"
+
+
 def test_env_errors_name_the_variable() -> None:
     with pytest.raises(ConfigErrors) as info:
         parse_settings(MINIMAL, "c.yaml", {"GUARDIAN_PROMETHEUS__TIMEOUT": "soon"})

@@ -20,6 +20,7 @@ from guardian.adapters.remote_write import (
     decode_write_request,
     encode_write_request,
 )
+from guardian.model.http_client import BasicAuthConfig, HttpClientConfig, TlsConfig
 from guardian.model.series import STALE_NAN, TimeSeries, is_stale_marker
 from guardian_common.errors import ConfigError, PermanentError, TransientError
 from tests.unit.guardian.remote_write.conftest import Answer, Pki, Receiver
@@ -39,7 +40,7 @@ SERIES = [
 def test_body_is_a_snappy_block_of_a_write_request_with_sorted_labels(
     receiver: Receiver,
 ) -> None:
-    RemoteWriteClient(receiver.url, timeout=5).write(SERIES)
+    RemoteWriteClient(HttpClientConfig(receiver.url, timeout=5)).write(SERIES)
 
     (request,) = receiver.requests
     assert request.path == "/api/v1/write"
@@ -62,7 +63,9 @@ def test_body_is_a_snappy_block_of_a_write_request_with_sorted_labels(
 
 
 def test_protocol_headers_user_agent_and_extra_headers(receiver: Receiver) -> None:
-    RemoteWriteClient(receiver.url, timeout=5, headers={"X-Scope-OrgID": "gpu"}).write(SERIES)
+    RemoteWriteClient(
+        HttpClientConfig(receiver.url, timeout=5, headers={"X-Scope-OrgID": "gpu"})
+    ).write(SERIES)
 
     headers = receiver.requests[0].headers
     assert headers["Content-Encoding"] == "snappy"
@@ -78,7 +81,7 @@ def test_bearer_token_file_is_read_again_for_every_request(
 ) -> None:
     token = tmp_path / "token"
     token.write_text("first\n")
-    client = RemoteWriteClient(receiver.url, timeout=5, bearer_token_file=token)
+    client = RemoteWriteClient(HttpClientConfig(receiver.url, timeout=5, bearer_token_file=token))
 
     client.write(SERIES)
     token.write_text("rotated")
@@ -92,7 +95,7 @@ def test_bearer_token_file_is_read_again_for_every_request(
 
 def test_missing_or_empty_token_file_is_permanent(receiver: Receiver, tmp_path: Path) -> None:
     token = tmp_path / "token"
-    client = RemoteWriteClient(receiver.url, timeout=5, bearer_token_file=token)
+    client = RemoteWriteClient(HttpClientConfig(receiver.url, timeout=5, bearer_token_file=token))
     with pytest.raises(PermanentError, match="cannot read bearer token file"):
         client.write(SERIES)
     token.write_text("  \n")
@@ -102,7 +105,8 @@ def test_missing_or_empty_token_file_is_permanent(receiver: Receiver, tmp_path: 
 
 
 def test_basic_auth(receiver: Receiver) -> None:
-    RemoteWriteClient(receiver.url, timeout=5, basic_auth=("guardian", "s3cret")).write(SERIES)
+    auth = BasicAuthConfig("guardian", "s3cret")
+    RemoteWriteClient(HttpClientConfig(receiver.url, timeout=5, basic_auth=auth)).write(SERIES)
 
     expected = base64.b64encode(b"guardian:s3cret").decode()
     assert receiver.requests[0].headers["Authorization"] == f"Basic {expected}"
@@ -116,7 +120,9 @@ def test_requests_hold_at_most_max_samples_and_keep_each_series_in_order(
         for i in range(3)
     ]  # 9 samples
 
-    RemoteWriteClient(receiver.url, timeout=5, max_samples_per_request=4).write(many)
+    RemoteWriteClient(HttpClientConfig(receiver.url, timeout=5), max_samples_per_request=4).write(
+        many
+    )
 
     sent = [decode_write_request(r.body) for r in receiver.requests]
     assert [sum(len(s.samples) for s in batch) for batch in sent] == [4, 4, 1]
@@ -128,7 +134,7 @@ def test_requests_hold_at_most_max_samples_and_keep_each_series_in_order(
 
 
 def test_nothing_to_write_sends_nothing(receiver: Receiver) -> None:
-    RemoteWriteClient(receiver.url, timeout=5).write([])
+    RemoteWriteClient(HttpClientConfig(receiver.url, timeout=5)).write([])
     assert receiver.requests == []
 
 
@@ -153,7 +159,7 @@ def test_5xx_is_transient(receiver: Receiver, status: int) -> None:
     receiver.answers.append(Answer(status, body=b"storage is sad"))
 
     with pytest.raises(TransientError, match=f"HTTP {status}: storage is sad") as info:
-        RemoteWriteClient(receiver.url, timeout=5).write(SERIES)
+        RemoteWriteClient(HttpClientConfig(receiver.url, timeout=5)).write(SERIES)
     assert info.value.delay is None
 
 
@@ -161,7 +167,7 @@ def test_429_is_transient_with_retry_after_seconds(receiver: Receiver) -> None:
     receiver.answers.append(Answer(429, {"Retry-After": "7"}, b"slow down"))
 
     with pytest.raises(TransientError, match="HTTP 429") as info:
-        RemoteWriteClient(receiver.url, timeout=5).write(SERIES)
+        RemoteWriteClient(HttpClientConfig(receiver.url, timeout=5)).write(SERIES)
     assert info.value.delay == 7.0
 
 
@@ -169,7 +175,7 @@ def test_retry_after_as_http_date_counts_from_the_response_date(receiver: Receiv
     # The loopback server stamps its own Date header with the current time.
     later = email.utils.formatdate(time.time() + 3600, usegmt=True)
     receiver.answers += [Answer(503, {"Retry-After": later}), Answer(503, {"Retry-After": _PAST})]
-    client = RemoteWriteClient(receiver.url, timeout=5)
+    client = RemoteWriteClient(HttpClientConfig(receiver.url, timeout=5))
 
     delays = []
     for _ in range(2):
@@ -206,14 +212,14 @@ def test_other_4xx_is_permanent(receiver: Receiver, status: int) -> None:
     receiver.answers.append(Answer(status, body=b"out of order sample"))
 
     with pytest.raises(PermanentError, match=f"HTTP {status}: out of order sample"):
-        RemoteWriteClient(receiver.url, timeout=5).write(SERIES)
+        RemoteWriteClient(HttpClientConfig(receiver.url, timeout=5)).write(SERIES)
 
 
 def test_redirect_is_not_followed_and_is_permanent(receiver: Receiver) -> None:
     receiver.answers.append(Answer(302, {"Location": "/elsewhere"}))
 
     with pytest.raises(PermanentError, match="HTTP 302"):
-        RemoteWriteClient(receiver.url, timeout=5).write(SERIES)
+        RemoteWriteClient(HttpClientConfig(receiver.url, timeout=5)).write(SERIES)
     assert len(receiver.requests) == 1
 
 
@@ -222,7 +228,9 @@ def test_a_failure_stops_the_remaining_requests(receiver: Receiver) -> None:
     many = [TimeSeries({"__name__": "m", "i": str(i)}, [(1, 1.0)]) for i in range(5)]
 
     with pytest.raises(TransientError):
-        RemoteWriteClient(receiver.url, timeout=5, max_samples_per_request=1).write(many)
+        RemoteWriteClient(
+            HttpClientConfig(receiver.url, timeout=5), max_samples_per_request=1
+        ).write(many)
     assert len(receiver.requests) == 2
 
 
@@ -230,7 +238,7 @@ def test_timeout_is_transient(receiver: Receiver) -> None:
     receiver.answers.append(Answer(204, delay=1.0))
 
     with pytest.raises(TransientError, match="timed out"):
-        RemoteWriteClient(receiver.url, timeout=0.2).write(SERIES)
+        RemoteWriteClient(HttpClientConfig(receiver.url, timeout=0.2)).write(SERIES)
 
 
 def test_connection_refused_is_transient() -> None:
@@ -239,44 +247,23 @@ def test_connection_refused_is_transient() -> None:
         port = sock.getsockname()[1]
     # Nothing listens on the port any more.
     with pytest.raises(TransientError, match="failed to connect"):
-        RemoteWriteClient(f"http://127.0.0.1:{port}/api/v1/write", timeout=2).write(SERIES)
+        RemoteWriteClient(
+            HttpClientConfig(f"http://127.0.0.1:{port}/api/v1/write", timeout=2)
+        ).write(SERIES)
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "field"),
-    [
-        ({"url": "ftp://x/api/v1/write"}, "remote_write.url"),
-        ({"url": "not a url"}, "remote_write.url"),
-        ({"timeout": 0}, "remote_write.timeout"),
-        ({"max_samples_per_request": 0}, "remote_write.max_samples_per_request"),
-        ({"headers": {"content-type": "text/plain"}}, "remote_write.headers"),
-        ({"headers": {"Authorization": "Bearer x"}}, "remote_write.headers"),
-        (
-            {"bearer_token_file": Path("/t"), "basic_auth": ("a", "b")},
-            "remote_write.basic_auth",
-        ),
-        ({"cert_file": Path("/c")}, "remote_write.cert_file"),
-        ({"ca_file": Path("/nonexistent/ca.pem")}, "remote_write.ca_file"),
-    ],
-)
-def test_bad_settings_are_config_errors_naming_the_field(
-    kwargs: dict[str, object], field: str
-) -> None:
-    arguments: dict[str, object] = {"url": "http://127.0.0.1:9/api/v1/write", "timeout": 5}
-    arguments.update(kwargs)
+def test_max_samples_per_request_below_one_is_a_config_error() -> None:
+    # The other settings are validated once, in the remote_write: section
+    # (tests/unit/guardian/app/test_http_client_settings.py).
+    config = HttpClientConfig("http://127.0.0.1:9/api/v1/write", timeout=5)
     with pytest.raises(ConfigError) as info:
-        RemoteWriteClient(**arguments)  # type: ignore[arg-type]
-    assert info.value.field == field
+        RemoteWriteClient(config, max_samples_per_request=0)
+    assert info.value.field == "remote_write.max_samples_per_request"
 
 
 def test_https_with_a_private_ca_and_a_client_certificate(tls_receiver: Receiver, pki: Pki) -> None:
-    client = RemoteWriteClient(
-        tls_receiver.url,
-        timeout=5,
-        ca_file=pki.ca,
-        cert_file=pki.client_cert,
-        key_file=pki.client_key,
-    )
+    tls = TlsConfig(ca_file=pki.ca, cert_file=pki.client_cert, key_file=pki.client_key)
+    client = RemoteWriteClient(HttpClientConfig(tls_receiver.url, timeout=5, tls=tls))
 
     client.write(SERIES)
 
@@ -286,10 +273,10 @@ def test_https_with_a_private_ca_and_a_client_certificate(tls_receiver: Receiver
 def test_https_without_the_ca_or_without_a_client_certificate_fails(
     tls_receiver: Receiver, pki: Pki
 ) -> None:
-    unknown_ca = RemoteWriteClient(
-        tls_receiver.url, timeout=5, cert_file=pki.client_cert, key_file=pki.client_key
-    )
-    no_client_cert = RemoteWriteClient(tls_receiver.url, timeout=5, ca_file=pki.ca)
+    client_cert = TlsConfig(cert_file=pki.client_cert, key_file=pki.client_key)
+    unknown_ca = RemoteWriteClient(HttpClientConfig(tls_receiver.url, timeout=5, tls=client_cert))
+    only_ca = TlsConfig(ca_file=pki.ca)
+    no_client_cert = RemoteWriteClient(HttpClientConfig(tls_receiver.url, timeout=5, tls=only_ca))
 
     with pytest.raises(TransientError, match="CERTIFICATE_VERIFY_FAILED"):
         unknown_ca.write(SERIES)

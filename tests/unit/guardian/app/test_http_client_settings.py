@@ -1,0 +1,135 @@
+"""The prometheus: and remote_write: sections: validated once, turned into one client config.
+
+The remote-write cases here were the client's own checks before the client took the shared
+config; they still fail at startup and still name the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from guardian.app.rules.build import prometheus_access, remote_write_client
+from guardian.app.settings.config_file import load_settings, parse_settings
+from guardian.model.http_client import BasicAuthConfig, HttpClientConfig, TlsConfig
+from guardian_common.errors import ConfigError, ConfigErrors
+
+HEAD = "prometheus:\n  url: http://prom:9090\nrule_files: [r.yaml]\n"
+
+
+def remote_write(body: str) -> str:
+    return HEAD + "remote_write:\n  url: http://receive:19291/api/v1/receive\n" + body
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        (HEAD + "remote_write: {url: 'ftp://x/api/v1/write'}\n", "remote_write.url"),
+        (HEAD + "remote_write: {url: not a url}\n", "remote_write.url"),
+        (HEAD + "remote_write: {url: 'http://'}\n", "remote_write.url"),
+        (remote_write("  timeout: 0\n"), "remote_write.timeout"),
+        (remote_write("  headers: {content-type: text/plain}\n"), "remote_write.headers"),
+        (remote_write("  headers: {Authorization: Bearer x}\n"), "remote_write.headers"),
+        (
+            remote_write("  bearer_token_file: /t\n  basic_auth: {username: a, password: b}\n"),
+            "remote_write.basic_auth",
+        ),
+        (remote_write("  tls: {cert_file: /c}\n"), "remote_write.tls"),
+        (
+            remote_write("  tls: {insecure_skip_verify: true}\n"),
+            "remote_write.tls.insecure_skip_verify",
+        ),
+        (
+            remote_write("  basic_auth: {username: a, password: b, password_file: /p}\n"),
+            "remote_write.basic_auth",
+        ),
+    ],
+)
+def test_bad_remote_write_settings_name_the_field(text: str, field: str) -> None:
+    with pytest.raises(ConfigErrors) as info:
+        parse_settings(text, "conf.yaml")
+    error = info.value.errors[0]
+    assert (error.path, error.field) == ("conf.yaml", field)
+
+
+def test_prometheus_keeps_what_it_allowed_before() -> None:
+    """A client certificate with its key inside, and any header, as before."""
+    text = (
+        "prometheus:\n  url: https://prom:9090\n  tls: {cert_file: /c.pem}\n"
+        "  headers: {Authorization: Custom x}\nrule_files: [r.yaml]\n"
+    )
+    settings = parse_settings(text, "/etc/conf.yaml")
+    assert settings.prometheus.client_config().tls.cert == "/c.pem"
+    assert settings.prometheus.headers == {"Authorization": "Custom x"}
+
+
+def test_prometheus_refuses_two_kinds_of_auth_naming_the_field() -> None:
+    text = HEAD.replace(
+        "  url: http://prom:9090\n",
+        "  url: http://prom:9090\n  bearer_token_file: /t\n  basic_auth: {username: u}\n",
+    )
+    with pytest.raises(ConfigErrors) as info:
+        parse_settings(text, "conf.yaml")
+    assert info.value.errors[0].field == "prometheus.basic_auth"
+
+
+def test_one_client_config_for_both_with_paths_from_the_config_directory(tmp_path: Path) -> None:
+    config = tmp_path / "guardian.yaml"
+    config.write_text(
+        "prometheus:\n"
+        "  url: https://thanos:9090\n"
+        "  timeout: 1m30s\n"
+        "  thanos: true\n"
+        "  method: POST\n"
+        "  basic_auth: {username: u, password_file: secrets/pw}\n"
+        "  tls: {ca_file: ca.pem, insecure_skip_verify: false}\n"
+        "  headers: {X-Scope-OrgID: gpu}\n"
+        "rule_files: [r.yaml]\n"
+        "remote_write:\n"
+        "  url: http://receive:19291/api/v1/receive\n"
+        "  bearer_token_file: token\n"
+        "  tls: {ca_file: /abs/ca.pem, cert_file: c.pem, key_file: k.pem}\n"
+    )
+    settings = load_settings(config, {})
+
+    access = prometheus_access(settings)
+    assert (access.thanos, access.method) == (True, "POST")
+    assert access.http == HttpClientConfig(
+        url="https://thanos:9090",
+        timeout=90.0,
+        headers={"X-Scope-OrgID": "gpu"},
+        basic_auth=BasicAuthConfig("u", password_file=str(tmp_path / "secrets/pw")),
+        tls=TlsConfig(ca_file=str(tmp_path / "ca.pem")),
+    )
+    assert settings.remote_write is not None
+    assert settings.remote_write.client_config() == HttpClientConfig(
+        url="http://receive:19291/api/v1/receive",
+        timeout=10.0,
+        bearer_token_file=str(tmp_path / "token"),
+        tls=TlsConfig("/abs/ca.pem", str(tmp_path / "c.pem"), str(tmp_path / "k.pem")),
+    )
+
+
+def test_the_password_is_not_in_the_repr() -> None:
+    text = HEAD.replace(
+        "  url: http://prom:9090\n",
+        "  url: http://p\n  basic_auth: {username: u, password: hunter2}\n",
+    )
+    settings = parse_settings(text, "conf.yaml")
+    assert "hunter2" not in repr(settings)
+    assert "hunter2" not in repr(settings.prometheus.client_config())
+
+
+@pytest.mark.parametrize("option", ["ca_file", "cert_file", "key_file"])
+def test_a_missing_remote_write_tls_file_fails_at_startup(tmp_path: Path, option: str) -> None:
+    for name in ("ca.pem", "c.pem", "k.pem"):
+        (tmp_path / name).write_text("x")
+    (tmp_path / {"ca_file": "ca.pem", "cert_file": "c.pem", "key_file": "k.pem"}[option]).unlink()
+    text = remote_write("  tls: {ca_file: ca.pem, cert_file: c.pem, key_file: k.pem}\n")
+    settings = parse_settings(text, str(tmp_path / "guardian.yaml"))
+    assert settings.remote_write is not None
+
+    with pytest.raises(ConfigError, match="no such file") as info:
+        remote_write_client(settings.remote_write)
+    assert info.value.field == f"remote_write.tls.{option}"
