@@ -207,8 +207,8 @@ def test_a_stalled_owner_read_does_not_hold_the_state_transaction(
     assert took >= STALL - 0.5  # the owner read did sit in the stall
     # While it sat there the database was free, and the read was still unanswered.
     assert probe["read_answered"] == 0
-    assert probe["wait"] < 1.0, probe
-    assert max(watch.spans) < 1.0, sorted(watch.spans)[-3:]
+    assert probe["wait"] < 2.0, probe
+    assert max(watch.spans) < 2.0, sorted(watch.spans)[-3:]
     assert watch.sends == []
     # The late answer still made it into the message: the owner's workload and mention.
     [message] = slack.messages(CHANNEL.id)
