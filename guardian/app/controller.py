@@ -2,9 +2,12 @@
 
 Order inside one group evaluation:
 
-1. the engine commits its alert state; in the same transaction the Slack notifier
-   records the transitions in its outbox (so neither exists without the other);
-2. listeners run: the remediation loop plans and applies ladder steps (writing the
+1. before the engine's state transaction the Slack notifier gathers (owner details
+   from the cluster, its rows from the database) and plans the transitions' messages;
+2. the engine commits its alert state and, in the same transaction, the notifier's
+   planned rows and outbox operations (SQL only: neither exists without the other,
+   and a slow API server never holds the database);
+3. listeners run: the remediation loop plans and applies ladder steps (writing the
    ledger), then the notifier reads the new ledger events and wakes its worker.
 
 With leader election on, only the leader notifies and acts; a replica that loses
@@ -16,6 +19,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 
 from guardian.app.notify import SlackNotifier
 from guardian.app.notify.owner_context import OwnerLookup
@@ -27,7 +31,7 @@ from guardian.app.remediation.build import (
 )
 from guardian.app.remediation.metrics import RemediationMetrics
 from guardian.app.remediation.policy_files import load_policies
-from guardian.app.rules.runtime import RuleEngine
+from guardian.app.rules.runtime import RuleEngine, TransactionWriter
 from guardian.app.settings.config_file import Settings
 from guardian.model.alerts import GroupEvaluation
 from guardian_common.errors import ConfigError
@@ -73,16 +77,17 @@ class ControllerParts:
                 registry=engine.metrics.registry,
                 context=lookup,
             )
-            engine.transaction_hooks.append(self._record)
+            engine.transaction_hooks.append(self._prepare)
             engine.listeners.append(self._after_evaluation)
 
     def is_leader(self) -> bool:
         elector = self.remediation.elector if self.remediation is not None else None
         return elector is None or elector.is_leader()
 
-    def _record(self, conn: sqlite3.Connection, evaluation: GroupEvaluation) -> None:
-        if self.notifier is not None and self.is_leader():
-            self.notifier.record_transitions(conn, evaluation.transitions)
+    def _prepare(self, evaluation: GroupEvaluation) -> AbstractContextManager[TransactionWriter]:
+        if self.notifier is None or not self.is_leader():
+            return nullcontext(_write_nothing)
+        return self.notifier.prepare(evaluation.transitions)
 
     def _after_evaluation(self, _evaluation: GroupEvaluation) -> None:
         if self.notifier is None or not self.is_leader():
@@ -113,3 +118,7 @@ class ControllerParts:
             self.notifier.stop()
         if self.remediation is not None:
             self.remediation.close()
+
+
+def _write_nothing(_conn: sqlite3.Connection) -> None:
+    return None

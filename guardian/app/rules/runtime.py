@@ -1,9 +1,11 @@
 """The running rule engine: group state, persistence, remote write, transition listeners.
 
-Per group evaluation: query and decide (pure engine), commit the new state in one
-transaction, then remote-write ``ALERTS``/``ALERTS_FOR_STATE`` and hand the
+Per group evaluation: query and decide (pure engine), prepare the transaction hooks
+(they may read the network), commit the new state and the hooks' rows in one
+transaction (SQL only), then remote-write ``ALERTS``/``ALERTS_FOR_STATE`` and hand the
 transitions to listeners. A remote-write or listener failure is logged and counted and
-never changes alert state.
+never changes alert state; a hook's failure fails the evaluation before anything is
+committed (the next one starts from the old state).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 
 from guardian.adapters.alert_store import AlertStore, StoredGroup
@@ -29,9 +32,12 @@ from guardian.model.series import ActiveAlertSample, TimeSeries
 logger = logging.getLogger(__name__)
 
 Listener = Callable[[GroupEvaluation], None]
-# Runs inside the group's state transaction: a later component (e.g. an outbox) can
-# record the transitions atomically with the state that produced them.
-TransactionHook = Callable[[sqlite3.Connection, GroupEvaluation], None]
+# Runs inside the group's state transaction: SQL only, no network.
+TransactionWriter = Callable[[sqlite3.Connection], None]
+# Two phases, so a component (e.g. an outbox) records the transitions atomically with
+# the state that produced them: entered before the transaction (gather and plan; may
+# read the network), its writer runs inside it, and it is left once it has ended.
+TransactionHook = Callable[[GroupEvaluation], AbstractContextManager[TransactionWriter]]
 
 
 @dataclass
@@ -195,19 +201,20 @@ class RuleEngine:
     ) -> None:
         if self.store is None:
             return
-        hooks = self.transaction_hooks
+        with ExitStack() as prepared:
+            writers = [prepared.enter_context(hook(evaluation)) for hook in self.transaction_hooks]
 
-        def extra(conn: sqlite3.Connection) -> None:
-            for hook in hooks:
-                hook(conn, evaluation)
+            def extra(conn: sqlite3.Connection) -> None:
+                for write in writers:
+                    write(conn)
 
-        self.store.save_group(
-            runtime.compiled.key,
-            ts,
-            state,
-            previous=runtime.persisted,
-            extra=extra if hooks else None,
-        )
+            self.store.save_group(
+                runtime.compiled.key,
+                ts,
+                state,
+                previous=runtime.persisted,
+                extra=extra if writers else None,
+            )
         runtime.persisted = state
 
     def _remote_write(self, runtime: GroupRuntime, ts: float) -> None:
