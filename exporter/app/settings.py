@@ -109,7 +109,7 @@ class ExporterSettings(StrictModel):
     group_label_allowlist: str = ""
     """Regex of raw pod label keys to export too; empty: only the group label."""
     cluster_name: str = ""
-    """Adds a ``cluster`` label to pod series; empty: none (Prometheus usually adds it)."""
+    """Adds a ``cluster`` label to every series; empty: none (Prometheus may add it)."""
     default_group: str = DEFAULT_GROUP
     """``gpu_group`` of pods without the group label."""
     extra_gpu_resources: tuple[str, ...] = ()

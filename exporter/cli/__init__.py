@@ -46,7 +46,7 @@ _SERVE_FLAGS: tuple[tuple[str, type, str], ...] = (
     ("pod_resources_socket", Path, "kubelet pod-resources socket (default: the kubelet's)"),
     ("group_label", str, "pod label key whose value is gpu_group (default: gpu-guardian.io/group)"),
     ("group_label_allowlist", str, "regex of raw pod label keys to export (default: group)"),
-    ("cluster_name", str, "adds a cluster label to pod series"),
+    ("cluster_name", str, "adds a cluster label to every series"),
     ("default_group", str, "gpu_group of pods without the group label (default: unassigned)"),
     ("extra_gpu_resources", str, "extra GPU resource names, comma-separated"),
     ("kube_timeout", str, "time any Kubernetes or kubelet call may take (default: 10s)"),
