@@ -86,6 +86,55 @@ def test_restore_and_status_commands(
     assert "no served kind matches 'widget'" in capsys.readouterr().err
 
 
+def test_restore_takes_the_loops_step_path(
+    kube: FakeKubeAPI,
+    reader: KubeReader,
+    executor: Executor,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A 409 is read again and retried; the outcome, a failure too, goes to the ledger."""
+    state = tmp_path / "state.db"
+    ledger = Ledger.open(str(state))
+    try:
+        reclaim(kube, reader, executor, ledger)
+    finally:
+        ledger.close()
+    argv = ["restore", "ml/Deployment/train", "--state", str(state), "--kubeconfig"]
+    argv.append(str(kube.write_kubeconfig(tmp_path / "kc")))
+
+    kube.fail_next(409, verb="patch", times=3)
+    assert guardian_main(argv) == 1
+    assert "gave up after 3 conflicts" in capsys.readouterr().err
+    kube.fail_next(409, verb="patch")
+    assert guardian_main(argv) == 0
+    assert capsys.readouterr().out.strip() == "ml/Deployment/train: scaled back to 3"
+
+    patches = [r.status for r in kube.requests(verb="patch", path="deployments/train$")]
+    assert patches == [200, 409, 409, 409, 409, 200]  # the reclaim, then the two restores
+    ledger = Ledger.open(str(state))
+    try:
+        events = [e for e in ledger.all_events() if e.step is LadderStep.RESTORE]
+    finally:
+        ledger.close()
+    assert [(e.outcome, e.reason) for e in events] == [
+        (StepOutcome.FAILED, "gave up after 3 conflicts"),
+        (StepOutcome.APPLIED, "scaled back to 3: requested by guardian restore"),
+    ]
+    assert events[1].original_replicas == 3
+
+
+def test_status_needs_an_existing_state_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert guardian_main(["status"]) == 1
+    assert "give --config or --state" in capsys.readouterr().err
+    missing = tmp_path / "missing.db"
+    assert guardian_main(["status", "--state", str(missing)]) == 1
+    assert f"no state database at {missing}" in capsys.readouterr().err
+    assert not missing.exists()
+
+
 @pytest.mark.e2e
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 def test_kubectl_sees_and_undoes_a_reclaim(

@@ -166,7 +166,7 @@ def test_idle_gpus_are_warned_then_reclaimed_and_restored(
     assert any(a["labels"]["alertname"] == "GpuIdle" for a in report.alerts)
 
     # Restore: the exact replicas, annotations cleared, then a warm-up.
-    message = restore_workload(IDLE, loop.reader, loop.executor, ctl.parts.ledger, at(56))
+    message = restore_workload(IDLE, loop.reader, loop.steps, at(56))
     assert message == "scaled back to 3"
     dep = kube.get("Deployment", "idle-train", "ml")
     assert dep["spec"]["replicas"] == 3
