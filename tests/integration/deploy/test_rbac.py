@@ -40,7 +40,6 @@ LWS = ResourceType(
     "v1",
     "LeaderWorkerSet",
     "leaderworkersets",
-    custom=True,
     scale=ScaleSpec(label_selector="status.hpaPodSelector"),
 )
 ROLLOUT = ResourceType(
@@ -48,7 +47,6 @@ ROLLOUT = ResourceType(
     "v1alpha1",
     "Rollout",
     "rollouts",
-    custom=True,
     scale=ScaleSpec(label_selector="status.selector"),
 )
 MUTATING = {"create", "update", "patch", "delete", "deletecollection"}

@@ -22,7 +22,6 @@ LWS = ResourceType(
     "v1",
     "LeaderWorkerSet",
     "leaderworkersets",
-    custom=True,
     scale=ScaleSpec(label_selector="status.hpaPodSelector"),
 )
 # Object creation time in the fake cluster: a day before the evaluations of the e2e tests.

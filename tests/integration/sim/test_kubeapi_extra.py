@@ -18,7 +18,6 @@ LWS = ResourceType(
     "v1",
     "LeaderWorkerSet",
     "leaderworkersets",
-    custom=True,
     scale=ScaleSpec(label_selector="status.hpaPodSelector"),
 )
 LWS_API = {"group": "leaderworkerset.x-k8s.io", "version": "v1", "plural": "leaderworkersets"}
