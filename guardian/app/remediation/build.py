@@ -6,7 +6,7 @@ app/controller.py wires them (see docs/policies.md, "Wiring")::
                               alerts=engine_alerts(engine),
                               pipeline_groups=pipeline_group_names(engine.groups))
     engine.listeners.append(parts.loop.on_evaluation)
-    parts.start_leader_election(on_lost=runner.request_stop)   # exit when the lease is lost
+    parts.start_leader_election(on_lost=runner.leadership_lost)  # exit 1: lease lost
 """
 
 from __future__ import annotations
