@@ -25,26 +25,31 @@ REF = WorkloadRef("apps/v1", "Deployment", "ml", "train")
 NOW = 1_700_000_000.0
 
 
-def reclaim(kube: FakeKubeAPI, reader: KubeReader, executor: Executor, ledger: Ledger) -> None:
+def reclaim(kube: FakeKubeAPI, reader: KubeReader, executor: Executor, state: Path) -> None:
+    """train (3 replicas) reclaimed, as the loop leaves it in the cluster and the ledger."""
     kube.create(b.deployment("train", "ml", replicas=3))
     action = PlannedAction(REF, LadderStep.RECLAIM, "idle", "ep1", "GpuIdle", False, LabelSet())
     ws = reader.workload(REF)
     executor.apply(action, ws, NOW)
-    ledger.open_episode(REF, "ep1", NOW - 600, "idle")
-    ledger.record(
-        RemediationEvent(
-            "ep1",
-            REF,
-            LadderStep.RECLAIM,
-            StepOutcome.APPLIED,
-            NOW,
-            "idle",
-            "scaled",
-            LabelSet(),
-            original_replicas=3,
+    ledger = Ledger.open(str(state))
+    try:
+        ledger.open_episode(REF, "ep1", NOW - 600, "idle")
+        ledger.record(
+            RemediationEvent(
+                "ep1",
+                REF,
+                LadderStep.RECLAIM,
+                StepOutcome.APPLIED,
+                NOW,
+                "idle",
+                "scaled",
+                LabelSet(),
+                original_replicas=3,
+            )
         )
-    )
-    ledger.set_episode_state("ep1", EpisodeState.RECLAIMED)
+        ledger.set_episode_state("ep1", EpisodeState.RECLAIMED)
+    finally:
+        ledger.close()
 
 
 def test_restore_and_status_commands(
@@ -55,11 +60,7 @@ def test_restore_and_status_commands(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     state = tmp_path / "state.db"
-    ledger = Ledger.open(str(state))
-    try:
-        reclaim(kube, reader, executor, ledger)
-    finally:
-        ledger.close()
+    reclaim(kube, reader, executor, state)
     kubeconfig = str(kube.write_kubeconfig(tmp_path / "kc"))
 
     assert guardian_main(["status", "--state", str(state), "--json"]) == 0
@@ -95,11 +96,7 @@ def test_restore_takes_the_loops_step_path(
 ) -> None:
     """A 409 is read again and retried; the outcome, a failure too, goes to the ledger."""
     state = tmp_path / "state.db"
-    ledger = Ledger.open(str(state))
-    try:
-        reclaim(kube, reader, executor, ledger)
-    finally:
-        ledger.close()
+    reclaim(kube, reader, executor, state)
     argv = ["restore", "ml/Deployment/train", "--state", str(state), "--kubeconfig"]
     argv.append(str(kube.write_kubeconfig(tmp_path / "kc")))
 
@@ -140,11 +137,7 @@ def test_status_needs_an_existing_state_database(
 def test_kubectl_sees_and_undoes_a_reclaim(
     kube: FakeKubeAPI, reader: KubeReader, executor: Executor, tmp_path: Path
 ) -> None:
-    ledger = Ledger.open(str(tmp_path / "state.db"))
-    try:
-        reclaim(kube, reader, executor, ledger)
-    finally:
-        ledger.close()
+    reclaim(kube, reader, executor, tmp_path / "state.db")
     kubeconfig = str(kube.write_kubeconfig(tmp_path / "kc"))
 
     def kubectl(*args: str) -> str:
