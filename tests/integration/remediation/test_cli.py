@@ -25,13 +25,15 @@ REF = WorkloadRef("apps/v1", "Deployment", "ml", "train")
 NOW = 1_700_000_000.0
 
 
-def reclaim(kube: FakeKubeAPI, reader: KubeReader, executor: Executor, state: Path) -> None:
-    """train (3 replicas) reclaimed, as the loop leaves it in the cluster and the ledger."""
+@pytest.fixture
+def state(kube: FakeKubeAPI, reader: KubeReader, executor: Executor, tmp_path: Path) -> Path:
+    """The state database once train (3 replicas) is reclaimed, as the loop leaves it."""
     kube.create(b.deployment("train", "ml", replicas=3))
     action = PlannedAction(REF, LadderStep.RECLAIM, "idle", "ep1", "GpuIdle", False, LabelSet())
     ws = reader.workload(REF)
     executor.apply(action, ws, NOW)
-    ledger = Ledger.open(str(state))
+    path = tmp_path / "state.db"
+    ledger = Ledger.open(str(path))
     try:
         ledger.open_episode(REF, "ep1", NOW - 600, "idle")
         ledger.record(
@@ -50,17 +52,12 @@ def reclaim(kube: FakeKubeAPI, reader: KubeReader, executor: Executor, state: Pa
         ledger.set_episode_state("ep1", EpisodeState.RECLAIMED)
     finally:
         ledger.close()
+    return path
 
 
 def test_restore_and_status_commands(
-    kube: FakeKubeAPI,
-    reader: KubeReader,
-    executor: Executor,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    kube: FakeKubeAPI, state: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    state = tmp_path / "state.db"
-    reclaim(kube, reader, executor, state)
     kubeconfig = str(kube.write_kubeconfig(tmp_path / "kc"))
 
     assert guardian_main(["status", "--state", str(state), "--json"]) == 0
@@ -88,15 +85,9 @@ def test_restore_and_status_commands(
 
 
 def test_restore_takes_the_loops_step_path(
-    kube: FakeKubeAPI,
-    reader: KubeReader,
-    executor: Executor,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    kube: FakeKubeAPI, state: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A 409 is read again and retried; the outcome, a failure too, goes to the ledger."""
-    state = tmp_path / "state.db"
-    reclaim(kube, reader, executor, state)
     argv = ["restore", "ml/Deployment/train", "--state", str(state), "--kubeconfig"]
     argv.append(str(kube.write_kubeconfig(tmp_path / "kc")))
 
@@ -134,10 +125,10 @@ def test_status_needs_an_existing_state_database(
 
 @pytest.mark.e2e
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+@pytest.mark.usefixtures("state")
 def test_kubectl_sees_and_undoes_a_reclaim(
     kube: FakeKubeAPI, reader: KubeReader, executor: Executor, tmp_path: Path
 ) -> None:
-    reclaim(kube, reader, executor, tmp_path / "state.db")
     kubeconfig = str(kube.write_kubeconfig(tmp_path / "kc"))
 
     def kubectl(*args: str) -> str:
