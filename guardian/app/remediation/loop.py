@@ -84,7 +84,7 @@ class RemediationLoop:
         self.cycle_interval = cycle_interval
         self.metrics = metrics or RemediationMetrics()
         self.is_leader = is_leader
-        self.record = StepRecorder(ledger, self.metrics)
+        self.recorder = StepRecorder(ledger, self.metrics)
         self.health: dict[str, GroupHealth] = {}
         self.last_cycle: float | None = None
         self._lock = threading.Lock()
@@ -92,7 +92,7 @@ class RemediationLoop:
     @property
     def steps(self) -> StepRunner:
         """How a step is applied (``guardian restore`` goes the same way)."""
-        return StepRunner(self.executor, self.record)
+        return StepRunner(self.executor, self.recorder)
 
     # ---------------------------------------------------------------- entry points
     def on_evaluation(self, evaluation: GroupEvaluation) -> None:
@@ -120,7 +120,7 @@ class RemediationLoop:
             snapshot = self._snapshot(alerts, now)
             self._reconcile(snapshot, now)
             result = self._plan(alerts, snapshot, now)
-            self.record.waits(result.waits, now)
+            self.recorder.waits(result.waits, now)
             for ref, episode in result.closed_episodes:
                 self._close(ref, episode, snapshot, now)
             for action in result.actions:
@@ -176,7 +176,7 @@ class RemediationLoop:
             done = view.steps(episode, real=True)
             flagged = parse_rfc3339(ws.annotations.get(Annotations.FLAGGED_AT))
             if flagged is not None and LadderStep.ANNOTATE not in done:
-                self.record.record(
+                self.recorder.record(
                     RemediationEvent(
                         episode,
                         ws.ref,
@@ -190,7 +190,7 @@ class RemediationLoop:
                 )
             reclaimed = parse_rfc3339(ws.annotations.get(Annotations.RECLAIMED_AT))
             if reclaimed is not None and LadderStep.RECLAIM not in done:
-                self.record.record(
+                self.recorder.record(
                     RemediationEvent(
                         episode,
                         ws.ref,
@@ -271,7 +271,7 @@ class RemediationLoop:
             why = current.reason if isinstance(current, Wait) else "no longer planned"
             logger.info("re-planned %s on %s: %s", planned.step, planned.workload, why)
             if isinstance(current, Wait) and current.refused:
-                self.record.record(
+                self.recorder.record(
                     RemediationEvent(
                         planned.episode,
                         planned.workload,
