@@ -1,4 +1,8 @@
-"""The `guardian` command line. It only parses arguments and hands off to the app layer."""
+"""The `guardian` command line.
+
+Each command parses its arguments, hands them to the app layer (``dcgm-config`` to the
+pure engine) and prints the answer. Clients and databases are built in app, never here.
+"""
 
 from __future__ import annotations
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Callable
 from importlib import metadata
+from typing import TypeAlias
 
-Handler = Callable[[argparse.Namespace], int]
+SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -21,11 +20,6 @@ def package_version() -> str:
         return "unknown"
 
 
-def placeholder(name: str, issue: int) -> Handler:
-    """A handler for a subcommand whose issue has not landed: says so and exits 2."""
-
-    def handler(_args: argparse.Namespace) -> int:
-        print(f"{name}: not implemented yet (tracked in issue #{issue})", file=sys.stderr)
-        return EXIT_USAGE
-
-    return handler
+def add_state_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="controller config (for its state_path)")
+    parser.add_argument("--state", help="state database (default: the config's state_path)")

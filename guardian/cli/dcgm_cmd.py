@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from guardian.cli._common import EXIT_OK, EXIT_USAGE, package_version
+from guardian.cli._common import EXIT_OK, EXIT_USAGE, SubParsers, package_version
 from guardian.engine.dcgm_config import (
     ClusterLabelVia,
     DcgmConfigRequest,
@@ -24,7 +24,7 @@ from guardian_common.grouping import DEFAULT_GROUP, GroupingError, GroupingOptio
 HELP = "generate dcgm-exporter and Prometheus configuration for the gpu_group label"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(subparsers: SubParsers) -> None:
     parser = subparsers.add_parser("dcgm-config", help=HELP, description=HELP)
     parser.add_argument(
         "--group-label", required=True, help="pod label key that names the group (groupLabel)"

@@ -11,13 +11,11 @@ import sys
 from guardian.app.http_api import format_api_value
 from guardian.app.rules.eval_once import EvalReport, evaluate_once, parse_eval_time
 from guardian.app.runner import EngineRunner
-from guardian.cli._common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from guardian.cli._common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, SubParsers
 from guardian.model.times import rfc3339
 from guardian_common.errors import ConfigError
 
 logger = logging.getLogger(__name__)
-
-SubParsers = argparse._SubParsersAction
 
 
 def _config_argument(parser: argparse.ArgumentParser) -> None:
@@ -28,7 +26,7 @@ def _config_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
+def register(subparsers: SubParsers) -> None:
     text = "evaluate every rule group once and print the alerts (never acts)"
     ev = subparsers.add_parser("eval", help=text, description=text)
     _config_argument(ev)

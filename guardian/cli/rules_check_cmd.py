@@ -10,14 +10,12 @@ from guardian.adapters.prometheus import PrometheusAccess
 from guardian.app.rules.build import prometheus_access
 from guardian.app.rules.check import load_findings, missing_recorded_metrics
 from guardian.app.settings.config_file import load_settings
-from guardian.cli._common import EXIT_FAILURE, EXIT_OK
+from guardian.cli._common import EXIT_FAILURE, EXIT_OK, SubParsers
 from guardian.model.http_client import HttpClientConfig
 from guardian_common.errors import ConfigError
 
-SubParsers = argparse._SubParsersAction
 
-
-def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
+def register(subparsers: SubParsers) -> None:
     text = "validate rule files as the engine loads them"
     parser = subparsers.add_parser("check", help=text, description=text)
     parser.add_argument("files", nargs="+", metavar="FILE", help="rule files")

@@ -6,14 +6,12 @@ import argparse
 import sys
 
 from guardian.app.promtest import FileResult, Status, run_test_file
-from guardian.cli._common import EXIT_FAILURE, EXIT_OK
+from guardian.cli._common import EXIT_FAILURE, EXIT_OK, SubParsers
 from guardian.sim.prometheus_server import PrometheusBinaries
 from guardian_common.errors import GuardianError
 
-SubParsers = argparse._SubParsersAction
 
-
-def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
+def register(subparsers: SubParsers) -> None:
     text = "run promtool-format rule tests through the engine"
     parser = subparsers.add_parser(
         "test",

@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from pathlib import Path
 
-from guardian.adapters.ledger import Ledger
-from guardian.app.remediation.status import build_status
-from guardian.cli._common import EXIT_FAILURE, EXIT_OK
-from guardian.cli.restore_cmd import add_state_options, state_path
+from guardian.app.remediation.build import state_database
+from guardian.app.remediation.status import read_status
+from guardian.cli._common import EXIT_FAILURE, EXIT_OK, SubParsers, add_state_options
 from guardian_common.errors import GuardianError
 
-SubParsers = argparse._SubParsersAction
 
-
-def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
+def register(subparsers: SubParsers) -> None:
     text = "list active alerts, pending ladder steps and reclaimed workloads"
     parser = subparsers.add_parser("status", help=text, description=text)
     add_state_options(parser)
@@ -26,18 +23,11 @@ def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
 
 def run_status(args: argparse.Namespace) -> int:
     try:
-        path = state_path(args)
+        path = state_database(args.state, args.config, os.environ)
         if path is None:
             print("guardian status: give --config or --state", file=sys.stderr)
             return EXIT_FAILURE
-        if not Path(path).exists():
-            print(f"guardian status: no state database at {path}", file=sys.stderr)
-            return EXIT_FAILURE
-        ledger = Ledger.open(path)
-        try:
-            report = build_status(ledger)
-        finally:
-            ledger.close()
+        report = read_status(path)
     except GuardianError as exc:
         print(f"guardian status: {exc}", file=sys.stderr)
         return EXIT_FAILURE

@@ -1,4 +1,5 @@
-"""For-state restoration after a restart, as Prometheus's Group.RestoreForState (§1.4).
+"""For-state restoration after a restart, as ``Group.RestoreForState`` in Prometheus
+2.42's rules/manager.go.
 
 Prometheus rebuilds ``ActiveAt`` from ``ALERTS_FOR_STATE``; the engine reads it from its
 own store, and applies the same three cases to pending alerts:
