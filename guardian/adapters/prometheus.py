@@ -23,7 +23,7 @@ from prometheus_api_client import PrometheusConnect
 from urllib3.exceptions import MaxRetryError, NewConnectionError, TimeoutError
 from urllib3.util.retry import Retry
 
-from guardian.adapters.http_client import CredentialError, credentials
+from guardian.adapters.http_credentials import CredentialError, credentials
 from guardian.model.http_client import HttpClientConfig
 from guardian.model.labels import LabelSet
 from guardian.model.query import PromSample, QueryResult

@@ -20,7 +20,7 @@ import cramjam
 import requests
 
 from guardian.adapters import _remote_write_pb2 as pb
-from guardian.adapters.http_client import CredentialError, credentials
+from guardian.adapters.http_credentials import CredentialError, credentials
 from guardian.model.http_client import HttpClientConfig
 from guardian.model.series import TimeSeries
 from guardian_common.errors import ConfigError, PermanentError, TransientError

@@ -8,14 +8,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from guardian.adapters.alert_store import AlertStore
-from guardian.adapters.http_client import check_tls_files
+from guardian.adapters.http_credentials import check_tls_files
 from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
 from guardian.adapters.remote_write import RemoteWriteClient
 from guardian.app.config_files import parse_files
 from guardian.app.rules.metrics import EngineMetrics
 from guardian.app.rules.runtime import RuleEngine
+from guardian.app.settings.clients import RemoteWriteSettings
 from guardian.app.settings.config_file import Settings
-from guardian.app.settings.http_client import RemoteWriteSettings
 from guardian.engine.rules.alerting import TemplateEnv
 from guardian.engine.rules.for_state import RestorePolicy
 from guardian.engine.rules.group_eval import CompiledGroup

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import Field, ValidationError, field_validator
 
-from guardian.app.settings.http_client import PrometheusSettings, RemoteWriteSettings
+from guardian.app.settings.clients import PrometheusSettings, RemoteWriteSettings
 from guardian.app.settings.remediation import RemediationSettings
 from guardian.app.settings.slack import SlackSettings
 from guardian.model.labels import is_valid_label_name
