@@ -10,7 +10,8 @@ class GuardianError(Exception):
 class ConfigError(GuardianError):
     """Invalid configuration, rule or policy input. Retrying cannot help; fix the file.
 
-    The message names the file, the line (when known) and the field.
+    The message names the file, the line (when known) and the field, on one line: control
+    characters (a newline in a YAML error, escapes in a hostile file) are shown escaped.
     """
 
     def __init__(
@@ -21,10 +22,11 @@ class ConfigError(GuardianError):
         line: int | None = None,
         field: str | None = None,
     ) -> None:
-        self.path = path
+        self.path = path if path is None else one_line(path)
         self.line = line
-        self.field = field
-        self.reason = message
+        self.field = field if field is None else one_line(field)
+        self.reason = one_line(message)
+        path, field, message = self.path, self.field, self.reason
         where = ""
         if path is not None:
             where = path if line is None else f"{path}:{line}"
@@ -61,3 +63,11 @@ class ConfigErrors(ConfigError):
 
     def __str__(self) -> str:
         return "\n".join(str(e) for e in self.errors)
+
+
+def one_line(text: str) -> str:
+    """``text`` with every non-printable character escaped (``\\n``, ``\\x1b``), so it
+    cannot break a one-line message or drive the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

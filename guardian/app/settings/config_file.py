@@ -21,8 +21,9 @@ from guardian.app.settings.http_client import PrometheusSettings, RemoteWriteSet
 from guardian.app.settings.remediation import RemediationSettings
 from guardian.app.settings.slack import SlackSettings
 from guardian.model.labels import is_valid_label_name
-from guardian_common.config_types import ConfigPath, Duration, RelativePath, StrictModel
+from guardian_common.config_types import ConfigPath, Duration, Int, RelativePath, StrictModel
 from guardian_common.errors import ConfigError, ConfigErrors
+from guardian_common.files import MAX_FILE_BYTES, read_text
 from guardian_common.yamldoc import dotted, parse_yaml
 
 ENV_PREFIX = "GUARDIAN_"
@@ -49,6 +50,10 @@ class Settings(StrictModel):
     """The Prometheus or Thanos Query that rules are evaluated against."""
     rule_files: list[ConfigPath] = Field(min_length=1)
     """Rule file globs, relative to the config file; a glob that matches nothing is an error."""
+    max_rule_file_bytes: Int = Field(default=MAX_FILE_BYTES, ge=1 << 16, le=1 << 26)
+    """Largest rule file loaded, in bytes (64 KiB to 64 MiB). 1 MiB: what a ConfigMap
+    holds; raise it for a large generated file (it may then hold more YAML nodes too, one
+    per 10 bytes). Every other input file has a fixed 1 MiB limit."""
     evaluation_interval: Duration = 60.0
     """Seconds between evaluations of a group without its own ``interval``. 1m:
     Prometheus's default, and GPU idleness is judged over tens of minutes."""
@@ -164,8 +169,4 @@ def _env_source(loc: tuple[str | int, ...], overrides: Mapping[tuple[str, ...], 
 
 def load_settings(path: str | Path, env: Mapping[str, str] | None = None) -> Settings:
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read config: {exc.strerror or exc}", path=source) from exc
-    return parse_settings(text, source, env)
+    return parse_settings(read_text(source, what="config"), source, env)

@@ -301,7 +301,7 @@ def parse_test_file(text: str, source: str) -> UnitTestFile:
         doc = parse_yaml(text, source)
     except ConfigError as exc:
         raise ConfigErrors([exc]) from exc
-    reader = _Reader(doc, _plain_scalars(yaml.compose(text, Loader=yaml.SafeLoader), (), {}))
+    reader = _Reader(doc, _plain_scalars(doc.node, (), {}))
     top = reader.mapping(
         doc.data,
         (),
