@@ -1,10 +1,12 @@
 """The controller's settings: one YAML file, overridable by ``GUARDIAN_*`` variables.
 
 ``GUARDIAN_PROMETHEUS__URL=http://...`` sets ``prometheus.url``: a double underscore
-separates nesting levels, and the value is read as YAML (``true``, ``[a, b]``). The
-caller passes the environment in; nothing here reads ``os.environ``. Every error names
-the file (or variable), the line and the field. Relative paths are taken relative to
-the config file's directory, as Prometheus does.
+separates nesting levels, and the value is read as YAML (``true``, ``[a, b]``). Variables
+in the forms Kubernetes injects for Services (``GUARDIAN_SERVICE_HOST``,
+``GUARDIAN_PORT=tcp://...``, see :mod:`guardian_common.service_links`) are not overrides
+and are skipped. The caller passes the environment in; nothing here reads
+``os.environ``. Every error names the file (or variable), the line and the field.
+Relative paths are taken relative to the config file's directory, as Prometheus does.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from guardian.model.labels import is_valid_label_name
 from guardian_common.config_types import ConfigPath, Duration, Int, RelativePath, StrictModel
 from guardian_common.errors import ConfigError, ConfigErrors
 from guardian_common.files import MAX_FILE_BYTES, read_text
+from guardian_common.service_links import is_service_link
 from guardian_common.yamldoc import dotted, parse_yaml
 
 ENV_PREFIX = "GUARDIAN_"
@@ -124,6 +127,8 @@ def _env_overrides(env: Mapping[str, str]) -> dict[tuple[str, ...], str]:
     out: dict[tuple[str, ...], str] = {}
     for name, raw in env.items():
         if not name.startswith(ENV_PREFIX) or name in _ENV_RESERVED:
+            continue
+        if is_service_link(name, raw):
             continue
         path = tuple(p.lower() for p in name[len(ENV_PREFIX) :].split("__"))
         if path[0] not in Settings.model_fields:
