@@ -16,7 +16,7 @@ from guardian.app.remediation.build import kube_api_client
 from guardian.app.remediation.restore import parse_target, restore_workload
 from guardian.app.settings.config_file import load_settings
 from guardian.cli._common import EXIT_FAILURE, EXIT_OK
-from guardian_common.errors import GuardianError
+from guardian_common.errors import ConfigError, GuardianError
 
 SubParsers = argparse._SubParsersAction
 
@@ -68,6 +68,8 @@ def run_restore(args: argparse.Namespace) -> int:
             time.time(),
             dry_run=args.dry_run,
         )
+    except ConfigError:
+        raise  # guardian's main prints it and exits 2
     except GuardianError as exc:
         print(f"guardian restore: {exc}", file=sys.stderr)
         return EXIT_FAILURE

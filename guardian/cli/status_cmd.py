@@ -11,7 +11,7 @@ from guardian.adapters.ledger import Ledger
 from guardian.app.remediation.status import build_status
 from guardian.cli._common import EXIT_FAILURE, EXIT_OK
 from guardian.cli.restore_cmd import add_state_options, state_path
-from guardian_common.errors import GuardianError
+from guardian_common.errors import ConfigError, GuardianError
 
 SubParsers = argparse._SubParsersAction
 
@@ -38,6 +38,8 @@ def run_status(args: argparse.Namespace) -> int:
             report = build_status(ledger)
         finally:
             ledger.close()
+    except ConfigError:
+        raise  # guardian's main prints it and exits 2
     except GuardianError as exc:
         print(f"guardian status: {exc}", file=sys.stderr)
         return EXIT_FAILURE

@@ -149,6 +149,6 @@ def test_check_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert "give one a higher priority" in capsys.readouterr().err
     bad = tmp_path / "bad.yaml"
     bad.write_text(HEAD + "metadata: {name: a}\nspec: {mode: x}\n", encoding="utf-8")
-    assert guardian_main(["policies", "check", str(bad)]) == 1
+    assert guardian_main(["policies", "check", str(bad)]) == 2  # a configuration error
     assert f"{bad}:4: spec.mode" in capsys.readouterr().err
     assert argparse  # the parser module is in use through guardian_main
