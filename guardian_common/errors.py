@@ -50,15 +50,26 @@ class TransientError(GuardianError):
         self.delay = delay
 
 
+MAX_REPORTED = 100
+"""Findings kept in one ConfigErrors; a hostile file can have tens of thousands, and the
+first hundred say enough."""
+
+
 class ConfigErrors(ConfigError):
-    """Several findings in one input. ``errors`` holds each; the message lists them all."""
+    """Several findings in one input. ``errors`` holds each (the first MAX_REPORTED, then
+    one that counts the rest); the message lists them all."""
 
     def __init__(self, errors: list[ConfigError]) -> None:
         if not errors:
             raise ValueError("ConfigErrors needs at least one error")
         first = errors[0]
         super().__init__(first.reason, path=first.path, line=first.line, field=first.field)
-        self.errors = tuple(errors)
+        shown = [e for e in errors if not isinstance(e, OmittedErrors)]
+        omitted = sum(e.count for e in errors if isinstance(e, OmittedErrors))
+        omitted += max(0, len(shown) - MAX_REPORTED)
+        self.errors: tuple[ConfigError, ...] = tuple(shown[:MAX_REPORTED])
+        if omitted:
+            self.errors += (OmittedErrors(omitted),)
         self.args = ("\n".join(str(e) for e in errors),)
 
     def __str__(self) -> str:
@@ -71,3 +82,11 @@ def one_line(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+class OmittedErrors(ConfigError):
+    """Stands for the findings beyond MAX_REPORTED."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(f"... and {count} more finding(s)")
+        self.count = count

@@ -56,7 +56,7 @@ class Settings(StrictModel):
     max_rule_file_bytes: Int = Field(default=MAX_FILE_BYTES, ge=1 << 16, le=1 << 26)
     """Largest rule file loaded, in bytes (64 KiB to 64 MiB). 1 MiB: what a ConfigMap
     holds; raise it for a large generated file (it may then hold more YAML nodes too, one
-    per 10 bytes). Every other input file has a fixed 1 MiB limit."""
+    per 20 bytes). Every other input file has a fixed 1 MiB limit."""
     evaluation_interval: Duration = 60.0
     """Seconds between evaluations of a group without its own ``interval``. 1m:
     Prometheus's default, and GPU idleness is judged over tens of minutes."""
