@@ -173,7 +173,7 @@ class _Reader:
             return parse_duration_ms(str(value))
         except ValueError as exc:
             self.fail(str(exc), path)
-            return 0
+            return default or 0  # reported once: not again as "must be greater than 0"
 
     def string_map(self, value: Any, path: Path) -> dict[str, str]:
         if value is None:
