@@ -20,6 +20,8 @@ import pytest
 from tests.hostile.inputs import billion_laughs, dev_zero, fifo, nested_block
 from tests.hostile.runner import MEMORY_BYTES
 
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[2]
 CPU_SECONDS = 10  # imports included
 ADDRESS_SPACE = 1 << 30  # a billion laughs expanded needs several GiB
