@@ -177,12 +177,11 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = tuple(p for p in err["loc"] if isinstance(p, int | str))
-        raise doc.error(
-            str(err["msg"]).removeprefix("Value error, "), loc, dotted_or_none(loc)
-        ) from None
+        raise doc.error(str(err["msg"]).removeprefix("Value error, "), loc, _fields(loc)) from None
 
 
-def dotted_or_none(loc: tuple[int | str, ...]) -> str | None:
+def _fields(loc: tuple[int | str, ...]) -> str | None:
+    """``processes.1.end``, as the scenario docs name fields."""
     return ".".join(str(p) for p in loc) or None
 
 
