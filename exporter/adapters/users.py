@@ -8,32 +8,30 @@ from __future__ import annotations
 from pathlib import Path
 
 import bcrypt
-import yaml
 
 from exporter.model.errors import ConfigError
+from guardian_common.files import read_text
+from guardian_common.yamldoc import parse_yaml
 
 
 def load_users(path: Path) -> dict[str, bytes]:
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise ConfigError(f"cannot read users file: {exc.strerror}", path=str(path)) from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"not valid YAML: {exc}", path=str(path)) from exc
+    source = str(path)
+    doc = parse_yaml(read_text(path, what="users file"), source)
+    data = doc.data
     if not isinstance(data, dict) or set(data) != {"basic_auth_users"}:
-        raise ConfigError("expected one key, basic_auth_users: {user: bcrypt hash}", path=str(path))
+        raise ConfigError(
+            "expected one key, basic_auth_users: {user: bcrypt hash}", path=source, line=1
+        )
     users = data["basic_auth_users"]
     if not isinstance(users, dict) or not users:
-        raise ConfigError(
-            "must map user names to bcrypt hashes", path=str(path), field="basic_auth_users"
-        )
+        raise doc.error("must map user names to bcrypt hashes", ("basic_auth_users",))
     out: dict[str, bytes] = {}
     for name, hashed in users.items():
-        field = f"basic_auth_users.{name}"
-        if not isinstance(name, str) or not isinstance(hashed, str):
-            raise ConfigError("user and hash must be strings", path=str(path), field=field)
+        where = ("basic_auth_users", name)
+        if not isinstance(hashed, str):
+            raise doc.error("the hash must be a string", where, f"basic_auth_users.{name}")
         if not hashed.startswith(("$2a$", "$2b$", "$2y$")):
-            raise ConfigError("not a bcrypt hash ($2b$...)", path=str(path), field=field)
+            raise doc.error("not a bcrypt hash ($2b$...)", where, f"basic_auth_users.{name}")
         out[name] = hashed.encode()
     return out
 

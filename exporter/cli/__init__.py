@@ -97,8 +97,9 @@ def _serve(args: argparse.Namespace) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: stop.set())
         return run(exporter, stop)
-    except ConfigError as exc:
-        print(f"guardian-exporter: configuration error: {exc}", file=sys.stderr)
+    except ConfigError as exc:  # one line per finding, control characters escaped
+        for line in str(exc).splitlines():
+            print(f"guardian-exporter: configuration error: {line}", file=sys.stderr)
         return EXIT_CONFIG
     except OSError as exc:  # e.g. the port is taken, or the TLS files cannot be read
         print(f"guardian-exporter: {exc}", file=sys.stderr)

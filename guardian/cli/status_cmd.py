@@ -10,7 +10,7 @@ import sys
 from guardian.app.remediation.build import state_database
 from guardian.app.remediation.status import read_status
 from guardian.cli._common import EXIT_FAILURE, EXIT_OK, SubParsers, add_state_options
-from guardian_common.errors import GuardianError
+from guardian_common.errors import ConfigError, GuardianError
 
 
 def register(subparsers: SubParsers) -> None:
@@ -28,6 +28,8 @@ def run_status(args: argparse.Namespace) -> int:
             print("guardian status: give --config or --state", file=sys.stderr)
             return EXIT_FAILURE
         report = read_status(path)
+    except ConfigError:
+        raise  # guardian\'s main prints it and exits 2
     except GuardianError as exc:
         print(f"guardian status: {exc}", file=sys.stderr)
         return EXIT_FAILURE

@@ -21,17 +21,18 @@ from guardian.engine.rules.for_state import RestorePolicy
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.engine.rules.loader import parse_rule_file
 from guardian.model.rules import RuleFile
+from guardian_common.files import MAX_FILE_BYTES
 
 logger = logging.getLogger(__name__)
 
 
-def read_rule_files(paths: Sequence[str]) -> list[RuleFile]:
+def read_rule_files(paths: Sequence[str], max_bytes: int = MAX_FILE_BYTES) -> list[RuleFile]:
     """Parse every file; raise ConfigErrors with the findings of all of them."""
-    return parse_files(paths, parse_rule_file)
+    return parse_files(paths, parse_rule_file, max_bytes)
 
 
 def compile_groups(settings: Settings) -> list[CompiledGroup]:
-    files = read_rule_files(settings.expanded_rule_files())
+    files = read_rule_files(settings.expanded_rule_files(), settings.max_rule_file_bytes)
     return [
         CompiledGroup.compile(group, settings.evaluation_interval)
         for rule_file in files

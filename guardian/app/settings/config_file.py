@@ -1,10 +1,12 @@
 """The controller's settings: one YAML file, overridable by ``GUARDIAN_*`` variables.
 
 ``GUARDIAN_PROMETHEUS__URL=http://...`` sets ``prometheus.url``: a double underscore
-separates nesting levels, and the value is read as YAML (``true``, ``[a, b]``). The
-caller passes the environment in; nothing here reads ``os.environ``. Every error names
-the file (or variable), the line and the field. Relative paths are taken relative to
-the config file's directory, as Prometheus does.
+separates nesting levels, and the value is read as YAML (``true``, ``[a, b]``). Variables
+in the forms Kubernetes injects for Services (``GUARDIAN_SERVICE_HOST``,
+``GUARDIAN_PORT=tcp://...``, see :mod:`guardian_common.service_links`) are not overrides
+and are skipped. The caller passes the environment in; nothing here reads
+``os.environ``. Every error names the file (or variable), the line and the field.
+Relative paths are taken relative to the config file's directory, as Prometheus does.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from guardian.app.settings.clients import PrometheusSettings, RemoteWriteSetting
 from guardian.app.settings.remediation import RemediationSettings
 from guardian.app.settings.slack import SlackSettings
 from guardian.model.labels import is_valid_label_name
-from guardian_common.config_types import ConfigPath, Duration, RelativePath, StrictModel
+from guardian_common.config_types import ConfigPath, Duration, Int, RelativePath, StrictModel
 from guardian_common.errors import ConfigError, ConfigErrors
+from guardian_common.files import MAX_FILE_BYTES, read_text
+from guardian_common.service_links import is_service_link
 from guardian_common.yamldoc import dotted, parse_yaml
 
 ENV_PREFIX = "GUARDIAN_"
@@ -49,6 +53,10 @@ class Settings(StrictModel):
     """The Prometheus or Thanos Query that rules are evaluated against."""
     rule_files: list[ConfigPath] = Field(min_length=1)
     """Rule file globs, relative to the config file; a glob that matches nothing is an error."""
+    max_rule_file_bytes: Int = Field(default=MAX_FILE_BYTES, ge=1 << 16, le=1 << 26)
+    """Largest rule file loaded, in bytes (64 KiB to 64 MiB). 1 MiB: what a ConfigMap
+    holds; raise it for a large generated file (it may then hold more YAML nodes too, one
+    per 20 bytes). Every other input file has a fixed 1 MiB limit."""
     evaluation_interval: Duration = 60.0
     """Seconds between evaluations of a group without its own ``interval``. 1m:
     Prometheus's default, and GPU idleness is judged over tens of minutes."""
@@ -120,6 +128,8 @@ def _env_overrides(env: Mapping[str, str]) -> dict[tuple[str, ...], str]:
     for name, raw in env.items():
         if not name.startswith(ENV_PREFIX) or name in _ENV_RESERVED:
             continue
+        if is_service_link(name, raw):
+            continue
         path = tuple(p.lower() for p in name[len(ENV_PREFIX) :].split("__"))
         if path[0] not in Settings.model_fields:
             raise ConfigError(f"unknown setting {path[0]!r}", path=f"env {name}")
@@ -164,8 +174,4 @@ def _env_source(loc: tuple[str | int, ...], overrides: Mapping[tuple[str, ...], 
 
 def load_settings(path: str | Path, env: Mapping[str, str] | None = None) -> Settings:
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read config: {exc.strerror or exc}", path=source) from exc
-    return parse_settings(text, source, env)
+    return parse_settings(read_text(source, what="config"), source, env)

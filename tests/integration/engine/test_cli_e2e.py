@@ -95,7 +95,7 @@ def test_eval_reports_failures_and_bad_config(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(f"prometheus:\n  url: http://x\n  timeot: 5s\nrule_files: [{rules}]\n")
     result = _run("eval", "--config", str(bad))
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert f"{bad}:3: prometheus.timeot: Extra inputs are not permitted" in result.stderr
 
 
@@ -107,7 +107,7 @@ def test_rules_check_reports_line_and_field_and_missing_recorded_metric(
         "groups:\n- name: g\n  rules:\n  - alert: A\n    expr: up\n    for: 5 minutes\n",
     )
     result = _run("rules", "check", str(bad))
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert f"{bad}:6: groups[0].rules[0].for: not a valid duration string" in result.stdout
 
     recorded = write_rules(
