@@ -34,7 +34,8 @@ StatePath = Annotated[str, RelativePath(keep=frozenset({":memory:"}))]
 
 
 class RestoreSettings(StrictModel):
-    """How ``for`` state is restored after a restart, as Prometheus's ``--rules.alert.*``."""
+    """How ``for`` state is restored after a restart, as Prometheus's ``--rules.alert.*``:
+    from the local cache (``state_path``) and from ``ALERTS_FOR_STATE`` in Prometheus."""
 
     for_grace_period: Duration = 600.0
     """Seconds an alert restored mid-``for`` still waits at least before firing. 10m:
@@ -42,6 +43,10 @@ class RestoreSettings(StrictModel):
     for_outage_tolerance: Duration = 3600.0
     """Seconds of downtime after which ``for`` state is not restored (the alert starts
     over). 1h: Prometheus's default."""
+    from_prometheus: bool = True
+    """Read ``ALERTS_FOR_STATE`` back from ``prometheus`` after each group's second
+    evaluation (what ``remote_write`` wrote, or Prometheus evaluating the same rules).
+    On: a replica that starts with an empty state directory keeps ``for`` progress."""
 
 
 class Settings(StrictModel):
