@@ -21,7 +21,13 @@ from guardian.app.settings.http_client import PrometheusSettings, RemoteWriteSet
 from guardian.app.settings.remediation import RemediationSettings
 from guardian.app.settings.slack import SlackSettings
 from guardian.model.labels import is_valid_label_name
-from guardian_common.config_types import ConfigPath, Duration, RelativePath, StrictModel
+from guardian_common.config_types import (
+    ConfigPath,
+    Duration,
+    DurationOrZero,
+    RelativePath,
+    StrictModel,
+)
 from guardian_common.errors import ConfigError, ConfigErrors
 from guardian_common.yamldoc import dotted, parse_yaml
 
@@ -49,6 +55,16 @@ class RestoreSettings(StrictModel):
     On: a replica that starts with an empty state directory keeps ``for`` progress."""
 
 
+class ReloadSettings(StrictModel):
+    """Applying edited config, rule and policy files while running (SIGHUP does it too)."""
+
+    poll_interval: DurationOrZero = 10.0
+    """Seconds between checks of the files' content; 0: only on SIGHUP. 10s: hashing a
+    few small files is cheap, and an edit then applies well before the next evaluation
+    at the default 1m interval (the kubelet itself takes up to a minute or so to show
+    an edited ConfigMap in the volume)."""
+
+
 class Settings(StrictModel):
     prometheus: PrometheusSettings
     """The Prometheus or Thanos Query that rules are evaluated against."""
@@ -71,6 +87,8 @@ class Settings(StrictModel):
     """Where ``ALERTS`` series are written; unset: they are not written."""
     restore: RestoreSettings = RestoreSettings()
     """How ``for`` state survives a restart."""
+    reload: ReloadSettings = ReloadSettings()
+    """Picking up edited files without a restart; an invalid edit keeps the running config."""
     remediation: RemediationSettings = RemediationSettings()
     """Reclaiming idle GPUs; off and dry-run by default."""
     slack: SlackSettings | None = None
