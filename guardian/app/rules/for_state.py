@@ -93,10 +93,11 @@ class ForStateRestorer:
         self.metrics = metrics
 
     def restore(
-        self, group: CompiledGroup, state: GroupState, pending: PendingRestore, now: float
+        self, group: CompiledGroup, state: GroupState, *, now: float, cache_down_at: float | None
     ) -> GroupState:
         """``state`` with the pending alerts of every rule restored. Raises the first
-        query's error (Transient/PermanentError): then nothing is restored."""
+        query's error (Transient/PermanentError): then nothing is restored.
+        ``cache_down_at``: the local cache's last slot for the group, if it had one."""
         out = dict(state)
         plans: list[tuple[str, RestorePlan]] = []
         for key, compiled in group.rules:
@@ -115,7 +116,7 @@ class ForStateRestorer:
                 active,
                 found,
                 now=now,
-                cache_down_at=pending.cache_down_at,
+                cache_down_at=cache_down_at,
                 policy=self.policy,
             )
             out[key] = plan.active

@@ -229,7 +229,9 @@ class RuleEngine:
             return state  # as Prometheus: after the second evaluation
         name = runtime.compiled.name
         try:
-            state = self.for_state.restore(runtime.compiled, state, pending, self._clock())
+            state = self.for_state.restore(
+                runtime.compiled, state, now=self._clock(), cache_down_at=pending.cache_down_at
+            )
         except Exception as exc:  # per group: a restore must never stop evaluations
             pending.attempts += 1
             self.metrics.for_state_restore_failures.labels(name).inc()
