@@ -1,5 +1,5 @@
-"""The engine's HTTP endpoint: ``/api/v1/alerts`` (Prometheus's shape), ``/healthz``,
-``/readyz`` and ``/metrics``."""
+"""The engine's HTTP endpoint: ``/api/v1/alerts`` (Prometheus's shape), ``/api/v1/status``
+(``guardian status`` as JSON), ``/healthz``, ``/readyz`` and ``/metrics``."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import logging
 import math
 import threading
+from collections.abc import Callable
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -17,6 +18,8 @@ from guardian.app.rules.runtime import ActiveAlert, RuleEngine
 from guardian.model.times import rfc3339
 
 logger = logging.getLogger(__name__)
+
+StatusSource = Callable[[], dict[str, Any]]
 
 
 def format_api_value(value: float) -> str:
@@ -49,8 +52,11 @@ def alert_json(item: ActiveAlert) -> dict[str, Any]:
 
 
 class EngineHTTPServer:
-    def __init__(self, engine: RuleEngine, host: str, port: int) -> None:
+    def __init__(
+        self, engine: RuleEngine, host: str, port: int, *, status: StatusSource | None = None
+    ) -> None:
         self.engine = engine
+        self.status = status
         server_self = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -84,6 +90,8 @@ class EngineHTTPServer:
                 alerts = [alert_json(a) for a in self.engine.active_alerts()]
                 body = {"status": "success", "data": {"alerts": alerts}}
                 self._reply(handler, 200, json.dumps(body).encode(), "application/json")
+            elif path == "/api/v1/status" and self.status is not None:
+                self._status(handler, self.status)
             elif path == "/healthz":
                 self._reply(handler, 200, b"ok\n", "text/plain")
             elif path == "/readyz":
@@ -98,6 +106,10 @@ class EngineHTTPServer:
         except Exception:
             logger.exception("http: %s failed", path)
             self._reply(handler, 500, b"internal error\n", "text/plain")
+
+    def _status(self, handler: BaseHTTPRequestHandler, status: StatusSource) -> None:
+        body = {"status": "success", "data": status()}
+        self._reply(handler, 200, json.dumps(body).encode(), "application/json")
 
     @staticmethod
     def _reply(handler: BaseHTTPRequestHandler, status: int, body: bytes, ctype: str) -> None:

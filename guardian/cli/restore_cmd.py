@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         ref, message = run_restore(request, os.environ, time.time())
     except ConfigError:
-        raise  # guardian\'s main prints it and exits 2
+        raise  # guardian's main prints it and exits 2
     except GuardianError as exc:
         print(f"guardian restore: {exc}", file=sys.stderr)
         return EXIT_FAILURE

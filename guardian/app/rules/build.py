@@ -1,4 +1,5 @@
-"""Build the engine's parts from settings: rule files, query client, store, remote write."""
+"""Build the engine's parts from settings: rule files, query client, store, remote write,
+for-state restore."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from guardian.adapters.http_credentials import check_tls_files
 from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
 from guardian.adapters.remote_write import RemoteWriteClient
 from guardian.app.config_files import parse_files
+from guardian.app.rules.for_state_gather import ForStateRestorer
 from guardian.app.rules.metrics import EngineMetrics
 from guardian.app.rules.runtime import RuleEngine
 from guardian.app.settings.clients import RemoteWriteSettings
@@ -65,9 +67,10 @@ def build_engine(
     metrics: EngineMetrics | None = None,
     persistent: bool = True,
     monotonic: Callable[[], float] = time.monotonic,
+    clock: Callable[[], float] = time.time,
 ) -> EngineParts:
     """The engine for ``settings``. ``persistent=False`` (``guardian eval``) opens no store
-    and no remote write: nothing outside this process changes."""
+    and no remote write and restores nothing: nothing outside this process changes."""
     groups = compile_groups(settings)
     metrics = metrics or EngineMetrics()
     querier = PrometheusQuerier(
@@ -79,6 +82,14 @@ def build_engine(
         if persistent and settings.remote_write is not None
         else None
     )
+    policy = RestorePolicy(settings.restore.for_grace_period, settings.restore.for_outage_tolerance)
+    restorer = (
+        ForStateRestorer(
+            querier, external_labels=settings.external_labels, policy=policy, metrics=metrics
+        )
+        if persistent and settings.restore.from_prometheus
+        else None
+    )
     engine = RuleEngine(
         groups,
         querier.query,
@@ -86,9 +97,9 @@ def build_engine(
         env=TemplateEnv(settings.external_labels, settings.external_url),
         store=store,
         remote_write=remote,
-        restore_policy=RestorePolicy(
-            settings.restore.for_grace_period, settings.restore.for_outage_tolerance
-        ),
+        restore_policy=policy,
+        for_state=restorer,
         monotonic=monotonic,
+        clock=clock,
     )
     return EngineParts(engine, querier)

@@ -23,7 +23,15 @@ from guardian.app.settings.clients import PrometheusSettings, RemoteWriteSetting
 from guardian.app.settings.remediation import RemediationSettings
 from guardian.app.settings.slack import SlackSettings
 from guardian.model.labels import is_valid_label_name
-from guardian_common.config_types import ConfigPath, Duration, Int, RelativePath, StrictModel
+from guardian_common.config_types import (
+    Bool,
+    ConfigPath,
+    Duration,
+    DurationOrZero,
+    Int,
+    RelativePath,
+    StrictModel,
+)
 from guardian_common.errors import ConfigError, ConfigErrors
 from guardian_common.files import MAX_FILE_BYTES, read_text
 from guardian_common.service_links import is_service_link
@@ -38,7 +46,8 @@ StatePath = Annotated[str, RelativePath(keep=frozenset({":memory:"}))]
 
 
 class RestoreSettings(StrictModel):
-    """How ``for`` state is restored after a restart, as Prometheus's ``--rules.alert.*``."""
+    """How ``for`` state is restored after a restart, as Prometheus's ``--rules.alert.*``:
+    from the local cache (``state_path``) and from ``ALERTS_FOR_STATE`` in Prometheus."""
 
     for_grace_period: Duration = 600.0
     """Seconds an alert restored mid-``for`` still waits at least before firing. 10m:
@@ -46,6 +55,20 @@ class RestoreSettings(StrictModel):
     for_outage_tolerance: Duration = 3600.0
     """Seconds of downtime after which ``for`` state is not restored (the alert starts
     over). 1h: Prometheus's default."""
+    from_prometheus: Bool = True
+    """Read ``ALERTS_FOR_STATE`` back from ``prometheus`` after each group's second
+    evaluation (what ``remote_write`` wrote, or Prometheus evaluating the same rules).
+    On: a replica that starts with an empty state directory keeps ``for`` progress."""
+
+
+class ReloadSettings(StrictModel):
+    """Applying edited config, rule and policy files while running (SIGHUP does it too)."""
+
+    poll_interval: DurationOrZero = 10.0
+    """Seconds between checks of the files' content; 0: only on SIGHUP. 10s: hashing a
+    few small files is cheap, and an edit then applies well before the next evaluation
+    at the default 1m interval (the kubelet itself takes up to a minute or so to show
+    an edited ConfigMap in the volume)."""
 
 
 class Settings(StrictModel):
@@ -74,6 +97,8 @@ class Settings(StrictModel):
     """Where ``ALERTS`` series are written; unset: they are not written."""
     restore: RestoreSettings = RestoreSettings()
     """How ``for`` state survives a restart."""
+    reload: ReloadSettings = ReloadSettings()
+    """Picking up edited files without a restart; an invalid edit keeps the running config."""
     remediation: RemediationSettings = RemediationSettings()
     """Reclaiming idle GPUs; off and dry-run by default."""
     slack: SlackSettings | None = None
