@@ -33,6 +33,7 @@ from guardian.engine.rules.alerting import (
     CompiledAlertingRule,
     TemplateEnv,
     evaluate_alerting_rule,
+    query_text,
 )
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.engine.templates import QuerySample
@@ -120,7 +121,7 @@ class GroupRun:
         ts = step_ms / 1000
         answer: QueryResult | BaseException
         try:
-            answer = self.querier.query(compiled.rule.expr, ts)
+            answer = self.querier.query(compiled.query, ts)
         except Exception as exc:
             answer = exc
 
@@ -142,7 +143,7 @@ class GroupRun:
         if step.outcome.health is not EvaluationHealth.OK:
             return step.outcome.error or step.outcome.health.value
         samples = [
-            ActiveAlertSample(a.labels, a.state, a.active_at)
+            ActiveAlertSample(a.labels, a.state, a.active_at, compiled.rule.labels)
             for a in step.active.values()
             if a.state in (AlertState.PENDING, AlertState.FIRING)
         ]
@@ -151,7 +152,7 @@ class GroupRun:
 
     def _record(self, rule: RecordingRule, state: _RuleState, step_ms: int) -> str | None:
         try:
-            answer = self.querier.query(rule.expr, step_ms / 1000)
+            answer = self.querier.query(query_text(rule.expr), step_ms / 1000)
         except Exception as exc:
             return str(exc)
         series: dict[LabelSet, TimeSeries] = {}

@@ -214,9 +214,15 @@ class RuleEngine:
         if self.remote_write is None:
             return
         ts_ms = round(ts * 1000)
+        rules = dict(runtime.compiled.rules)
         active = [
-            ActiveAlertSample(alert.labels, alert.state, alert.active_at)
-            for rule_state in runtime.state.values()
+            ActiveAlertSample(
+                alert.labels,
+                alert.state,
+                alert.active_at,
+                rules[key].rule.labels if key in rules else {},
+            )
+            for key, rule_state in runtime.state.items()
             for alert in rule_state.values()
             if alert.is_active
         ]
