@@ -19,7 +19,7 @@ import requests
 import yaml
 
 from guardian.engine.promtest.model import TestGroup
-from guardian.engine.promtest.notation import STALE
+from guardian.engine.promtest.notation import Stale
 from guardian.sim.openmetrics import Sample, render_openmetrics
 from guardian.sim.prometheus_server import (
     LocalPrometheus,
@@ -44,14 +44,10 @@ def input_samples(group: TestGroup) -> list[Sample]:
         name = labels.pop("__name__", "")
         if not name:
             raise PermanentError(f"input series {series.labels} (line {series.line}) has no name")
-        for index, point in enumerate(series.points):
-            if point is None:
-                continue
-            if point is STALE:
+        for timestamp_ms, point in series.loaded(group.interval_ms):
+            if isinstance(point, Stale):
                 raise UnsupportedTestError("input_series use 'stale'")
-            assert isinstance(point, float)  # noqa: S101 - narrowed by the checks above
-            timestamp = index * group.interval_ms / 1000
-            samples.append(Sample(name, labels, timestamp, point))
+            samples.append(Sample(name, labels, timestamp_ms / 1000, point))
     return samples
 
 

@@ -135,7 +135,8 @@ def compare_samples(
     expected: list[tuple[LabelItems, float]] = []
     for sample in case.exp_samples:
         try:
-            labels = parse_metric(sample.labels)
+            # ParseMetric: an omitted or blank description is the empty label set.
+            labels = parse_metric(sample.labels) if sample.labels.strip() else {}
         except NotationError as exc:
             return f"{head}, err: labels {go_quote(sample.labels)}: {exc}"
         expected.append((tuple(sorted(labels.items())), sample.value))
