@@ -31,6 +31,25 @@ from guardian_common.durations import format_duration
 from guardian_common.errors import PermanentError
 
 OUT_OF_ORDER_WINDOW = "100y"
+_BASE_BLOCK_HOURS = 2  # the TSDB's block ranges are 2h * 3^k, k = 0..9
+
+
+def block_duration(samples: list[Sample]) -> str | None:
+    """The ``--max-block-duration`` that puts the whole input in one block, or None when
+    promtool's default 2h blocks already do.
+
+    promtool writes blocks of its largest range not above the flag; inputs start at 0s,
+    so the first range longer than the last timestamp holds everything. A week at one
+    sample a minute would otherwise be 84 blocks, a year 4380: slow to write, slower to
+    open and compact.
+    """
+    last_ms = max((round(s.timestamp * 1000) for s in samples), default=0)
+    hours = _BASE_BLOCK_HOURS
+    for _ in range(9):
+        if hours * 3_600_000 > last_ms:
+            break
+        hours *= 3
+    return None if hours == _BASE_BLOCK_HOURS else f"{hours}h"
 
 
 class UnsupportedTestError(PermanentError):
@@ -61,6 +80,7 @@ def start_test_prometheus(
     samples = input_samples(group)
     options = PrometheusOptions(
         openmetrics=render_openmetrics(samples) if samples else None,
+        backfill_block_duration=block_duration(samples),
         # The server's evaluation_interval is the default subquery step, as promtool's.
         evaluation_interval=format_duration(evaluation_interval_ms / 1000),
     )

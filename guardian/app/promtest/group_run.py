@@ -8,6 +8,12 @@ step's timestamp, as Prometheus appends it: ``ALERTS``/``ALERTS_FOR_STATE`` of t
 engine's pending and firing alerts (``build_alert_series``) with staleness markers for
 the ones that ended (``stale_series``), and recording-rule results. Later rules, later
 steps and the ``promql_expr_test`` queries therefore see the engine's state.
+
+Two things keep this from costing two HTTP requests per rule per step. A rule that reads
+only the input series (``reads_only_inputs``) is asked once, as range queries over all
+steps; only the rules that read the engine's output are asked step by step. And the
+writes are held back until something is about to read them: a step-by-step query, a
+template's ``query``, or the ``promql_expr_test`` queries at the end.
 """
 
 from __future__ import annotations
@@ -15,8 +21,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from guardian.adapters.prometheus import PrometheusQuerier
+from guardian.adapters.prometheus import PrometheusQuerier, QueryFailedError, QueryRejectedError
+from guardian.adapters.prometheus_range import RangeQuerier
 from guardian.adapters.remote_write import RemoteWriteClient
+from guardian.engine.promtest.batching import range_chunks, reads_only_inputs
 from guardian.engine.promtest.compare import (
     AlertSeen,
     alert_tests_at,
@@ -53,16 +61,34 @@ class _RuleState:
 
 
 @dataclass
+class TestServer:
+    """The clients of a test group's Prometheus."""
+
+    querier: PrometheusQuerier
+    writer: RemoteWriteClient
+    ranges: RangeQuerier | None = None
+
+
+_FLUSH_SAMPLES = 50_000  # write held-back output at least this often
+RuleKey = tuple[int, int]
+
+
+@dataclass
 class GroupRun:
     """State of one test group's run: per rule, its active alerts and its last output."""
 
     groups: Sequence[CompiledGroup]
     test: TestGroup
-    querier: PrometheusQuerier
-    writer: RemoteWriteClient
+    server: TestServer
     interval_ms: int
     errors: list[str] = field(default_factory=list)
-    states: dict[tuple[int, int], _RuleState] = field(default_factory=dict)
+    states: dict[RuleKey, _RuleState] = field(default_factory=dict)
+    pending: list[TimeSeries] = field(default_factory=list)
+    batched: dict[RuleKey, dict[int, QueryResult] | None] = field(default_factory=dict)
+
+    @property
+    def querier(self) -> PrometheusQuerier:
+        return self.server.querier
 
     def run(self) -> list[str]:
         """Evaluate, check alerts at their steps, then the PromQL tests. Returns failures."""
@@ -78,6 +104,7 @@ class GroupRun:
                 failure = compare_alerts(self.test.name, case, self._firing(case.alertname))
                 if failure is not None:
                     self.errors.append(failure)
+        self.flush()
         for promql in self.test.promql_tests:
             try:
                 answer = self.querier.query(promql.expr, promql.eval_time_ms / 1000)
@@ -101,17 +128,52 @@ class GroupRun:
         alerting = iter(compiled for _key, compiled in group.rules)
         errors: list[str] = []
         for rule_index, rule in enumerate(group.group.rules):
-            state = self.states.setdefault((group_index, rule_index), _RuleState())
+            key = (group_index, rule_index)
+            state = self.states.setdefault(key, _RuleState())
             if isinstance(rule, RecordingRule):
-                error = self._record(rule, state, step_ms)
+                error = self._record(key, rule, state, step_ms)
             else:
-                error = self._alert(next(alerting), group, state, step_ms, env)
+                error = self._alert(key, next(alerting), group, state, step_ms, env)
             if error is not None:
                 errors.append(f"    rule: {rule.name}, time: {go_duration(step_ms)}, err: {error}")
         return errors
 
+    # -- queries and writes
+    def _written_names(self) -> set[str]:
+        return {r.name for g in self.groups for r in g.group.rules if isinstance(r, RecordingRule)}
+
+    def _batch(self, key: RuleKey, expr: str) -> dict[int, QueryResult] | None:
+        """Every step's answer from range queries, or None to ask step by step."""
+        if key in self.batched:
+            return self.batched[key]
+        answers: dict[int, QueryResult] | None = None
+        ranges = self.server.ranges
+        if ranges is not None and reads_only_inputs(expr, self._written_names()):
+            answers = {}
+            try:
+                for start, end in range_chunks(self.test.max_eval_time_ms, self.interval_ms):
+                    answers.update(ranges.query_range(expr, start, end, self.interval_ms))
+            except (QueryFailedError, QueryRejectedError):
+                answers = None  # the step that fails is reported by the instant query
+        self.batched[key] = answers
+        return answers
+
+    def _query(self, key: RuleKey, expr: str, step_ms: int) -> QueryResult:
+        answers = self._batch(key, expr)
+        if answers is not None:
+            return answers.get(step_ms, QueryResult(()))
+        self.flush()
+        return self.querier.query(expr, step_ms / 1000)
+
+    def flush(self) -> None:
+        """Write the output held back so far."""
+        if self.pending:
+            pending, self.pending = self.pending, []
+            self.server.writer.write(pending)
+
     def _alert(
         self,
+        key: RuleKey,
         compiled: CompiledAlertingRule,
         group: CompiledGroup,
         state: _RuleState,
@@ -121,11 +183,12 @@ class GroupRun:
         ts = step_ms / 1000
         answer: QueryResult | BaseException
         try:
-            answer = self.querier.query(compiled.query, ts)
+            answer = self._query(key, compiled.query, step_ms)
         except Exception as exc:
             answer = exc
 
         def template_query(expr: str) -> list[QuerySample]:
+            self.flush()
             result = self.querier.query(expr, ts)
             return [QuerySample(s.labels.to_dict(), s.value) for s in result.samples]
 
@@ -150,27 +213,30 @@ class GroupRun:
         self._write(state, build_alert_series(samples, step_ms), step_ms)
         return None
 
-    def _record(self, rule: RecordingRule, state: _RuleState, step_ms: int) -> str | None:
+    def _record(
+        self, key: RuleKey, rule: RecordingRule, state: _RuleState, step_ms: int
+    ) -> str | None:
         try:
-            answer = self.querier.query(query_text(rule.expr), step_ms / 1000)
+            answer = self._query(key, query_text(rule.expr), step_ms)
         except Exception as exc:
             return str(exc)
         series: dict[LabelSet, TimeSeries] = {}
         for sample in answer.samples:
             merged = {**sample.labels.to_dict(), **rule.labels, "__name__": rule.name}
             labels = {k: v for k, v in merged.items() if v}  # an empty rule label removes it
-            key = LabelSet(labels)
-            if key in series:
+            label_set = LabelSet(labels)
+            if label_set in series:
                 return RECORD_COLLISION
-            series[key] = TimeSeries(labels, [(step_ms, sample.value)])
+            series[label_set] = TimeSeries(labels, [(step_ms, sample.value)])
         self._write(state, list(series.values()), step_ms)
         return None
 
     def _write(self, state: _RuleState, current: list[TimeSeries], step_ms: int) -> None:
-        stale = stale_series(state.written, current, step_ms)
-        if current or stale:
-            self.writer.write([*current, *stale])
+        self.pending += current
+        self.pending += stale_series(state.written, current, step_ms)
         state.written = current
+        if len(self.pending) >= _FLUSH_SAMPLES:
+            self.flush()
 
     def _firing(self, alertname: str) -> list[AlertSeen]:
         """Firing alerts of every rule with this name, in every group (as promtool)."""
