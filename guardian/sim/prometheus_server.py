@@ -179,6 +179,7 @@ class PrometheusOptions:
     extra_args: Sequence[str] = ()
     ready_timeout: float = 30.0
     backfill_block_duration: str | None = None  # promtool's --max-block-duration
+    retention: str = "100y"
 
 
 def _write_config(options: PrometheusOptions, path: Path) -> None:
@@ -204,7 +205,7 @@ def _argv(
         f"--storage.tsdb.path={paths['data']}",
         # Retention counts back from the newest block, and backfilled history
         # may be years old: keep everything for the life of the process.
-        "--storage.tsdb.retention.time=100y",
+        f"--storage.tsdb.retention.time={options.retention}",
         f"--web.listen-address=127.0.0.1:{port}",
         "--web.enable-lifecycle",
         "--web.enable-admin-api",

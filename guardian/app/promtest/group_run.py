@@ -18,13 +18,14 @@ template's ``query``, or the ``promql_expr_test`` queries at the end.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from guardian.adapters.prometheus import PrometheusQuerier, QueryFailedError, QueryRejectedError
 from guardian.adapters.prometheus_range import RangeQuerier
 from guardian.adapters.remote_write import RemoteWriteClient
-from guardian.engine.promtest.batching import range_chunks, reads_only_inputs
+from guardian.engine.promtest.batching import chunk_of, reads_only_inputs
 from guardian.engine.promtest.compare import (
     AlertSeen,
     alert_tests_at,
@@ -33,6 +34,7 @@ from guardian.engine.promtest.compare import (
     eval_steps,
     go_duration,
     go_quote,
+    go_time_duration,
 )
 from guardian.engine.promtest.model import TestGroup
 from guardian.engine.rules.alert_series import build_alert_series, stale_series
@@ -52,6 +54,7 @@ from guardian.model.rules import RecordingRule
 from guardian.model.series import ActiveAlertSample, TimeSeries
 
 RECORD_COLLISION = "vector contains metrics with the same labelset after applying rule labels"
+_HTTP_PREFIX = re.compile(r"^HTTP \d{3} \w*: ")
 
 
 @dataclass
@@ -84,7 +87,9 @@ class GroupRun:
     errors: list[str] = field(default_factory=list)
     states: dict[RuleKey, _RuleState] = field(default_factory=dict)
     pending: list[TimeSeries] = field(default_factory=list)
-    batched: dict[RuleKey, dict[int, QueryResult] | None] = field(default_factory=dict)
+    batchable: dict[RuleKey, bool] = field(default_factory=dict)
+    # Per rule, the range query answers held: (chunk start, step -> answer, or None).
+    chunks: dict[RuleKey, tuple[int, dict[int, QueryResult] | None]] = field(default_factory=dict)
 
     @property
     def querier(self) -> PrometheusQuerier:
@@ -135,33 +140,42 @@ class GroupRun:
             else:
                 error = self._alert(key, next(alerting), group, state, step_ms, env)
             if error is not None:
-                errors.append(f"    rule: {rule.name}, time: {go_duration(step_ms)}, err: {error}")
+                # promtool prints the step as a Go time.Duration, the error as the engine's.
+                error = _HTTP_PREFIX.sub("", error)
+                errors.append(
+                    f"    rule: {rule.name}, time: {go_time_duration(step_ms)}, err: {error}"
+                )
         return errors
 
     # -- queries and writes
     def _written_names(self) -> set[str]:
         return {r.name for g in self.groups for r in g.group.rules if isinstance(r, RecordingRule)}
 
-    def _batch(self, key: RuleKey, expr: str) -> dict[int, QueryResult] | None:
-        """Every step's answer from range queries, or None to ask step by step."""
-        if key in self.batched:
-            return self.batched[key]
-        answers: dict[int, QueryResult] | None = None
+    def _batched(self, key: RuleKey, expr: str, step_ms: int) -> QueryResult | None:
+        """The answer at ``step_ms`` from a range query, or None to ask at this step."""
         ranges = self.server.ranges
-        if ranges is not None and reads_only_inputs(expr, self._written_names()):
-            answers = {}
+        if ranges is None:
+            return None
+        if key not in self.batchable:
+            self.batchable[key] = reads_only_inputs(expr, self._written_names())
+        if not self.batchable[key]:
+            return None
+        start, end = chunk_of(step_ms, self.interval_ms, self.test.max_eval_time_ms)
+        held = self.chunks.get(key)
+        if held is None or held[0] != start:
+            answers: dict[int, QueryResult] | None
             try:
-                for start, end in range_chunks(self.test.max_eval_time_ms, self.interval_ms):
-                    answers.update(ranges.query_range(expr, start, end, self.interval_ms))
+                answers = ranges.query_range(expr, start, end, self.interval_ms)
             except (QueryFailedError, QueryRejectedError):
-                answers = None  # the step that fails is reported by the instant query
-        self.batched[key] = answers
-        return answers
+                answers = None  # ask step by step: a failing step reports its own error
+            held = (start, answers)
+            self.chunks[key] = held
+        return None if held[1] is None else held[1].get(step_ms, QueryResult(()))
 
     def _query(self, key: RuleKey, expr: str, step_ms: int) -> QueryResult:
-        answers = self._batch(key, expr)
-        if answers is not None:
-            return answers.get(step_ms, QueryResult(()))
+        answer = self._batched(key, expr, step_ms)
+        if answer is not None:
+            return answer
         self.flush()
         return self.querier.query(expr, step_ms / 1000)
 

@@ -253,8 +253,10 @@ class Parser:
         return out
 
     # -- calls and aggregations
-    def call_args(self) -> list[Expr]:
-        self.expect(T.LEFT_PAREN, "function call", '"("')
+    def call_args(self, context: str = "") -> list[Expr]:
+        """A parenthesised argument list. Go names the aggregation in its errors, and
+        nothing for a function call (only its generic error rule applies)."""
+        self.expect(T.LEFT_PAREN, context, "")
         args: list[Expr] = []
         while self.peek().typ is not T.RIGHT_PAREN:
             args.append(self.expr(0))
@@ -263,7 +265,7 @@ class Parser:
                 if self.peek().typ is T.RIGHT_PAREN:
                     self.fail(comma.pos, "trailing commas not allowed in function call args")
             elif self.peek().typ is not T.RIGHT_PAREN:
-                self.unexpected("function call", '"," or ")"')
+                self.unexpected(context)
         self.advance()
         return args
 
@@ -281,9 +283,9 @@ class Parser:
         if self.peek().typ in (T.BY, T.WITHOUT):
             without = self.advance().typ is T.WITHOUT
             grouping = self.grouping_labels()
-            args = self.call_args()
+            args = self.call_args("aggregation")
         else:
-            args = self.call_args()
+            args = self.call_args("aggregation")
             if self.peek().typ in (T.BY, T.WITHOUT):
                 without = self.advance().typ is T.WITHOUT
                 grouping = self.grouping_labels()

@@ -39,6 +39,23 @@ def go_duration(ms: int) -> str:
     return format_duration(ms / 1000)
 
 
+def go_time_duration(ms: int) -> str:
+    """``time.Duration.String()`` for whole milliseconds: ``0s``, ``1.5s``, ``1h0m0s``."""
+    if ms == 0:
+        return "0s"
+    sign, ms = ("-", -ms) if ms < 0 else ("", ms)
+    if ms < 1000:
+        return f"{sign}{ms}ms"
+    hours, rest = divmod(ms, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    seconds = f"{rest // 1000}" + (f".{rest % 1000:03d}".rstrip("0") if rest % 1000 else "")
+    if hours:
+        return f"{sign}{hours}h{minutes}m{seconds}s"
+    if minutes:
+        return f"{sign}{minutes}m{seconds}s"
+    return f"{sign}{seconds}s"
+
+
 def go_quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 

@@ -231,3 +231,54 @@ def test_bad_files_are_reported_with_file_and_line(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert f"{path}:3: tests[0].intervl: field intervl not found in testGroup" in result.stderr
     assert f"{missing}: cannot read" in result.stderr
+
+
+def test_invalid_promql_is_refused_by_both_with_file_line_and_field(tmp_path: Path) -> None:
+    rules = """\
+    groups:
+      - name: g
+        rules:
+          - alert: Broken
+            expr: rate(m) > 0
+    """
+    tests = """\
+    rule_files: [rules/r.yaml]
+    tests:
+      - interval: 1m
+        input_series:
+          - series: m
+            values: 1x3
+    """
+    path = _write(tmp_path, rules, tests)
+
+    ours, theirs = _both(path)
+
+    assert ours.returncode != 0
+    rule_file = tmp_path / "rules" / "r.yaml"
+    assert (
+        f"{rule_file}:5: groups[0].rules[0].expr: could not parse expression: 1:6: parse error: "
+        'expected type range vector in call to function "rate", got instant vector'
+    ) in ours.stderr
+    assert "Traceback" not in ours.stderr
+    assert 'expected type range vector in call to function "rate"' in theirs.stderr
+
+
+def test_the_engine_loads_rule_files_with_merge_keys() -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "guardian",
+            "rules",
+            "check",
+            str(REPO / "rules" / "parity" / "rules" / "merge-keys.yaml"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO,
+        timeout=120,
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
