@@ -282,3 +282,39 @@ def test_the_engine_loads_rule_files_with_merge_keys() -> None:
 
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_query_over_promtools_sample_limit_fails_at_the_same_step(tmp_path: Path) -> None:
+    # promtool's test engine lets a query hold 10,000 samples: a week of minutes is
+    # more. The rule is fetched in range queries; the chunk that fails is asked step
+    # by step, so the error names the step promtool names.
+    rules = """\
+    groups:
+      - name: g
+        rules:
+          - alert: WeekQuiet
+            expr: max_over_time(m[1w]) == 0
+    """
+    tests = """\
+    rule_files: [rules/r.yaml]
+    evaluation_interval: 1h
+    tests:
+      - interval: 1m
+        input_series:
+          - series: m
+            values: 0x10100
+        alert_rule_test:
+          - eval_time: 8d
+            alertname: WeekQuiet
+            exp_alerts: [{}]
+    """
+    path = _write(tmp_path, rules, tests)
+
+    ours, theirs = _both(path)
+
+    line = (
+        "    rule: WeekQuiet, time: 167h0m0s, err: query processing would load too many "
+        "samples into memory in query execution"
+    )
+    assert line in theirs.stderr
+    assert line in ours.stderr
