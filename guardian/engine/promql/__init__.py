@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from guardian.engine.promql.ast import Expr, ValueType, VectorSelector, walk
+from guardian.engine.promql.ast import Expr, MatchType, ValueType, VectorSelector, walk
 from guardian.engine.promql.check import check
 from guardian.engine.promql.errors import PromQLError
 from guardian.engine.promql.parser import Parser
@@ -38,6 +38,6 @@ def metric_names(text: str) -> set[str]:
     for node in walk(parse_expr(text)):
         if isinstance(node, VectorSelector):
             names.update(
-                m.value for m in node.matchers if m.name == "__name__" and m.type.value == "="
+                m.value for m in node.matchers if m.name == "__name__" and m.type is MatchType.EQUAL
             )
     return names
