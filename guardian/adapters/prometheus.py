@@ -8,6 +8,10 @@ and the whole body is read here. Statuses map to error types: 400 bad query and 
 execution errors are permanent, 503 (query timeout/overload), other 5xx, 429 and
 connection errors or timeouts are transient. 503 is never retried: Prometheus answers 503
 to a query that timed out, and running it again at once only adds load.
+
+Messages show the URL without its userinfo and pass every text from the server or the
+HTTP library through the client's :class:`~guardian_common.redact.Secrets`; the library's
+exception is not chained (its text is in the message, scrubbed).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from prometheus_api_client import PrometheusConnect
 from urllib3.exceptions import MaxRetryError, NewConnectionError, TimeoutError
 from urllib3.util.retry import Retry
 
-from guardian.adapters.http_client import CredentialError, credentials
+from guardian.adapters.http_client import CredentialError, credentials, secrets_of, shown_url
 from guardian.model.http_client import HttpClientConfig
 from guardian.model.labels import LabelSet
 from guardian.model.query import PromSample, QueryResult
@@ -133,6 +137,8 @@ class PrometheusQuerier:
         self.access = access
         self._observer = observer
         self._monotonic = monotonic
+        self._secrets = secrets_of(access.http)
+        self.shown_url = shown_url(access.http)
         # No status retries (a 503 is a query timeout); one quick connect retry only.
         retry = Retry(total=1, connect=1, read=0, status=0, other=0, backoff_factor=0)
         http = access.http
@@ -140,7 +146,7 @@ class PrometheusQuerier:
             url=http.url.rstrip("/"),
             headers=dict(http.headers) or None,
             retry=retry,
-            auth=credentials(http),
+            auth=credentials(http, self._secrets),
             session=session or _session(http),
             timeout=http.timeout,
             method=access.method,
@@ -188,23 +194,28 @@ class PrometheusQuerier:
         except CredentialError as exc:
             raise QueryRejectedError(str(exc), reason="auth") from exc
         except requests.RequestException as exc:
+            detail = self._secrets.scrub(f"{type(exc).__name__}: {exc}")
             if _is_timeout(exc):
                 raise QueryFailedError(
-                    f"query timed out after {self.access.http.timeout}s: {exc}",
+                    f"query to {self.shown_url} timed out after {self.access.http.timeout}s: "
+                    f"{detail}",
                     reason="timeout",
-                ) from exc
+                ) from None
             raise QueryFailedError(
-                f"cannot reach {client.url}: {exc}", reason="connection"
-            ) from exc
+                f"cannot reach {self.shown_url}: {detail}", reason="connection"
+            ) from None
         status = response.status_code
         if status == 200:
             try:
                 body = response.json()
             except ValueError as exc:
                 raise QueryFailedError("response is not JSON", reason="bad_response") from exc
-            return _parse(body, self.access.thanos)
+            try:
+                return _parse(body, self.access.thanos)
+            except QueryFailedError as exc:
+                raise QueryFailedError(self._secrets.scrub(str(exc)), reason=exc.reason) from None
         error_type, error = _error_text(response)
-        message = f"HTTP {status} {error_type}: {error}".strip()
+        message = self._secrets.scrub(f"HTTP {status} {error_type}: {error}".strip())
         if status == 400:
             raise QueryRejectedError(message, reason="bad_query")
         if status == 422:
@@ -221,6 +232,13 @@ class PrometheusQuerier:
         raise QueryRejectedError(message, reason="http_error")
 
     def metric_names(self) -> set[str]:
-        """Every metric name the target knows (for ``rules check``)."""
-        values = self._client.get_label_values("__name__")
+        """Every metric name the target knows (for ``rules check``). Raises
+        QueryFailedError, with the server's or the library's text scrubbed."""
+        try:
+            values = self._client.get_label_values("__name__")
+        except Exception as exc:  # the client library raises its own types and requests'
+            detail = self._secrets.scrub(f"{type(exc).__name__}: {exc}")
+            raise QueryFailedError(
+                f"cannot list metric names from {self.shown_url}: {detail}", reason="connection"
+            ) from None
         return {str(v) for v in values}
