@@ -16,7 +16,7 @@ from types import FrameType
 
 from guardian.adapters.prometheus import PrometheusQuerier
 from guardian.app.controller import ControllerParts
-from guardian.app.http_api import EngineHTTPServer
+from guardian.app.http_api import EngineHTTPServer, web_guard
 from guardian.app.rules.build import (
     EngineParts,
     build_engine,
@@ -44,6 +44,7 @@ class EngineRunner:
         self.env = dict(env)
         self.clock = clock
         self.settings: Settings = load_settings(config_path, self.env)
+        guard = web_guard(self.settings.web)  # its files are checked before anything starts
         self.parts: EngineParts = build_engine(self.settings)
         self.controller = ControllerParts(
             self.settings, self.parts.engine, env=self.env, clock=clock
@@ -53,7 +54,7 @@ class EngineRunner:
         self._reload = threading.Event()
         self.scheduler = GroupScheduler(self.parts.engine, clock=clock)
         host, port = self.settings.listen_host_port
-        self.http = EngineHTTPServer(self.parts.engine, host, port)
+        self.http = EngineHTTPServer(self.parts.engine, host, port, guard)
 
     def request_stop(self, *_: object) -> None:
         self._stop.set()
@@ -92,6 +93,11 @@ class EngineRunner:
             logger.warning(
                 "reload: state_path changes need a restart; keeping %s", self.settings.state_path
             )
+        if (settings.listen_address, settings.web) != (
+            self.settings.listen_address,
+            self.settings.web,
+        ):
+            logger.warning("reload: listen_address and web changes need a restart")
         if settings.prometheus != self.settings.prometheus:
             querier = PrometheusQuerier(
                 prometheus_access(settings), observer=engine.metrics.observe_query
@@ -129,7 +135,14 @@ class EngineRunner:
             len(engine.groups),
         )
         self.http.start()
-        logger.info("listening on %s:%s", *self.http.address)
+        host, port = self.http.address
+        logger.info(
+            "listening on %s://%s:%s (auth=%s)",
+            self.http.scheme,
+            host,
+            port,
+            self.http.guard.auth.enabled,
+        )
         self.controller.start(on_leadership_lost=self.leadership_lost)
         self.scheduler.start()
         try:

@@ -22,6 +22,8 @@ from exporter.app.collection import SnapshotStore
 from exporter.app.metrics import RenderedSnapshot
 from exporter.app.server import ExporterApp, HttpServer
 from exporter.model.snapshot import ExporterHealth, empty_snapshot
+from guardian_common.http_auth import Authenticator
+from guardian_common.http_server import ServerTls
 
 HEALTH = ExporterHealth(
     nvml_up=False, last_success_timestamp_seconds=None, stage_seconds=(), errors=()
@@ -38,8 +40,8 @@ def published() -> SnapshotStore:
 def serve() -> Iterator[Any]:
     servers: list[HttpServer] = []
 
-    def start(app: ExporterApp, **tls: str) -> str:
-        server = HttpServer(app, "127.0.0.1", 0, **tls)
+    def start(app: ExporterApp, tls: ServerTls | None = None) -> str:
+        server = HttpServer(app, "127.0.0.1", 0, tls=tls)
         server.start()
         servers.append(server)
         scheme = "https" if tls else "http"
@@ -114,7 +116,7 @@ def test_concurrent_scrapes_beyond_the_cap_get_503() -> None:
 
 def test_basic_auth(serve: Any, tmp_path: Path) -> None:
     users = {"prom": bcrypt.hashpw(b"s3cret", bcrypt.gensalt(rounds=4))}
-    url = serve(ExporterApp(published(), max_requests=2, users=users))
+    url = serve(ExporterApp(published(), max_requests=2, auth=Authenticator(users)))
 
     def auth(user: str, password: str) -> dict[str, str]:
         return {
@@ -144,7 +146,8 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def test_tls(serve: Any, certificate: tuple[Path, Path]) -> None:
     cert, key = certificate
-    url = serve(ExporterApp(published(), max_requests=2), certfile=str(cert), keyfile=str(key))
+    tls = ServerTls(cert, key, field="--tls-cert-file")
+    url = serve(ExporterApp(published(), max_requests=2), tls)
     context = ssl.create_default_context(cafile=str(cert))
     status, body = get(url + "/metrics", context=context)
     assert status == 200
