@@ -18,7 +18,7 @@ import logging
 import re
 import threading
 from collections import OrderedDict
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 4
@@ -32,6 +32,7 @@ _CREDENTIAL_PARAMS = (
 # scheme://userinfo@ : the userinfo runs to the last "@" before the path, query or end.
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^\s/?#'\"<>]*@")
 _QUERY_SECRET = re.compile(rf"(?i)([?&;](?:{_CREDENTIAL_PARAMS})=)[^&;#\s'\"<>]*")
+_CREDENTIAL_PARAM = re.compile(rf"(?i){_CREDENTIAL_PARAMS}")
 
 
 def redact_url(url: str) -> str:
@@ -103,6 +104,14 @@ class Secrets:
             while len(self._recent) > _MAX_REMEMBERED:
                 self._recent.popitem(last=False)
 
+    def add_url_credentials(self, url: str | None) -> None:
+        """The credentials inside ``url`` (password, credential query values), for a URL
+        that is itself no secret (a Prometheus or an API server address)."""
+        parts = _split(url or "")
+        if parts is not None:
+            with self._lock:
+                self._fixed.update(_credential_forms(parts))
+
     def add_basic(self, username: str, password: str) -> None:
         self.add(password)
         self.add(base64.b64encode(f"{username}:{password}".encode()).decode())
@@ -116,20 +125,42 @@ class Secrets:
 
 
 def _forms(value: str | Secret | None) -> list[str]:
+    """``value`` as written and percent-encoded; for a URL also its path and query (a
+    whole URL that is secret is secret in parts too) and its credentials."""
     if value is None:
         return []
     text = value.reveal() if isinstance(value, Secret) else value.strip()
     if len(text) < MIN_SECRET_LENGTH:
         return []
     forms = {text, quote(text, safe=""), quote(text, safe="/:")}
-    if "://" in text:
-        parts = urlsplit(text)
+    parts = _split(text)
+    if parts is not None:
         tail = parts.path + (f"?{parts.query}" if parts.query else "")
         if len(parts.path.strip("/")) >= MIN_SECRET_LENGTH:
             forms.update({tail, parts.path})
-        if parts.password:
-            forms.update(_forms(parts.password))
+        forms.update(_credential_forms(parts))
     return [f for f in forms if len(f) >= MIN_SECRET_LENGTH]
+
+
+def _split(text: str) -> SplitResult | None:
+    try:
+        return urlsplit(text) if "://" in text else None
+    except ValueError:  # not a URL after all
+        return None
+
+
+def _credential_forms(parts: SplitResult) -> list[str]:
+    """The password of a URL (as typed, decoded, and as the Basic header that carries
+    it) and the values of its credential query parameters."""
+    forms: list[str] = []
+    if parts.password:
+        user, password = unquote(parts.username or ""), unquote(parts.password)
+        forms += _forms(parts.password) + _forms(password)
+        forms.append(base64.b64encode(f"{user}:{password}".encode()).decode())
+    for name, value in parse_qsl(parts.query):
+        if _CREDENTIAL_PARAM.fullmatch(name):
+            forms += _forms(value)
+    return forms
 
 
 class RedactFilter(logging.Filter):

@@ -40,7 +40,8 @@ def shown_url(config: HttpClientConfig) -> str:
 
 def secrets_of(config: HttpClientConfig) -> Secrets:
     """The secret values ``config`` holds; credential files add theirs when read."""
-    secrets = Secrets(config.url)  # its password and secret query values
+    secrets = Secrets()
+    secrets.add_url_credentials(config.url)
     auth = config.basic_auth
     if auth is not None and auth.password:
         secrets.add_basic(auth.username, auth.password)

@@ -60,7 +60,9 @@ def client_secrets(api_client: Any) -> Secrets:
     """The credentials of a ``kubernetes`` ApiClient's configuration as it is now (an
     in-cluster token is re-read by the library, so this is asked at error time)."""
     config = getattr(api_client, "configuration", None)
-    secrets = Secrets(getattr(config, "host", None), getattr(config, "proxy", None))
+    secrets = Secrets()
+    secrets.add_url_credentials(getattr(config, "host", None))
+    secrets.add_url_credentials(getattr(config, "proxy", None))
     for value in (getattr(config, "api_key", None) or {}).values():
         if isinstance(value, str):
             secrets.add(value)

@@ -95,3 +95,13 @@ def test_filter_with_known_secrets() -> None:
     record = logging.LogRecord("x", logging.INFO, __file__, 1, "token is %s", ("xoxb-123",), None)
     assert RedactFilter(Secrets("xoxb-123")).filter(record)
     assert record.getMessage() == f"token is {REDACTED}"
+
+
+def test_credentials_of_an_address_leave_the_address_readable() -> None:
+    secrets = Secrets()
+    secrets.add_url_credentials("https://bob:pw-1234@thanos:9090/prefix?api_key=key-5678&x=1")
+    header = base64.b64encode(b"bob:pw-1234").decode()
+    text = f"GET /prefix/api/v1/query failed: pw-1234 key-5678 {header}"
+    assert secrets.scrub(text) == (
+        f"GET /prefix/api/v1/query failed: {REDACTED} {REDACTED} {REDACTED}"
+    )
