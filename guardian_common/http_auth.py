@@ -6,9 +6,10 @@ a bearer token kept in a file.
   of the users' highest cost), so the answer time does not tell which user names exist.
 - Failed attempts are limited per client (an IPv6 client by its /64): ``failures_per_minute``
   in a burst, refilled at that rate; beyond it the answer is 429 with ``Retry-After``, and
-  no bcrypt runs. A header that already succeeded is remembered (by its SHA-256), so a
-  scraper behind the same address as an attacker keeps working and a scrape costs no
-  bcrypt.
+  no bcrypt runs. A try is counted before its check, so concurrent guesses cannot run
+  more bcrypt than that either. A header that already succeeded is remembered (by its
+  SHA-256), so a scraper behind the same address as an attacker keeps working and a
+  scrape costs no bcrypt; concurrent requests with the same new header share one check.
 - The token file is read again when it changes, so a rotated Secret is picked up.
 """
 
@@ -116,21 +117,27 @@ class FailureLimiter:
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # tokens, at
         self._lock = threading.Lock()
 
-    def retry_after(self, client: str) -> int | None:
-        """Whole seconds until ``client`` may try again; None when it may now."""
-        with self._lock:
-            tokens = self._tokens(client, self._monotonic())
-        if tokens >= 1.0:
-            return None
-        return max(1, math.ceil((1.0 - tokens) / self._rate))
-
-    def failed(self, client: str) -> None:
+    def acquire(self, client: str) -> int | None:
+        """Take one try for ``client``: None when it may try now (the try is counted as a
+        failure until :meth:`refund`), else whole seconds until it may. Counting before
+        the check bounds the bcrypt work of a burst of concurrent guesses too."""
         with self._lock:
             now = self._monotonic()
-            self._buckets[client] = (self._tokens(client, now) - 1.0, now)
+            tokens = self._tokens(client, now)
+            if tokens < 1.0:
+                return max(1, math.ceil((1.0 - tokens) / self._rate))
+            self._buckets[client] = (tokens - 1.0, now)
             self._buckets.move_to_end(client)
             if len(self._buckets) > self._max_clients:
                 self._forget(now)
+            return None
+
+    def refund(self, client: str) -> None:
+        """The try succeeded: it was no failure."""
+        with self._lock:
+            now = self._monotonic()
+            if client in self._buckets:
+                self._buckets[client] = (self._tokens(client, now) + 1.0, now)
 
     def _tokens(self, client: str, now: float) -> float:
         tokens, at = self._buckets.get(client, (self._capacity, now))
@@ -172,6 +179,7 @@ class Authenticator:
         self._token = _TokenFile(bearer_token_file) if bearer_token_file is not None else None
         self._limiter = FailureLimiter(failures_per_minute, monotonic=monotonic)
         self._passed: OrderedDict[bytes, None] = OrderedDict()
+        self._running: dict[bytes, threading.Event] = {}
         self._lock = threading.Lock()
         self._dummy = _dummy_hash(self._users)
         challenges = []
@@ -189,48 +197,70 @@ class Authenticator:
         """The verdict on ``header`` from the client at address ``client``."""
         if not self.enabled:
             return ALLOWED
-        if not header:
-            return DENIED  # a first request without credentials: no work, no failure
-        digest = hashlib.sha256(header.encode("utf-8", "replace")).digest()
+        credential = self._credential(header or "")
+        if credential is None:
+            return DENIED  # none, or not even well-formed: nothing to try, no failure
+        digest = hashlib.sha256(credential.header.encode("utf-8", "replace")).digest()
         with self._lock:
             if digest in self._passed:
                 self._passed.move_to_end(digest)
                 return ALLOWED
-        key = client_key(client)
-        wait = self._limiter.retry_after(key)
+            running = self._running.get(digest)
+            if running is None:
+                self._running[digest] = threading.Event()
+        if running is not None:  # the same header is being checked now: share its verdict
+            running.wait()
+            with self._lock:
+                return ALLOWED if digest in self._passed else DENIED
+        try:
+            return self._try(credential, digest, client_key(client))
+        finally:
+            with self._lock:
+                self._running.pop(digest).set()
+
+    def _try(self, credential: _Credential, digest: bytes, key: str) -> AuthResult:
+        wait = self._limiter.acquire(key)
         if wait is not None:
             return AuthResult(False, retry_after=wait)
-        verdict = self._verify(header)
-        if verdict is None:
-            return DENIED  # not even well-formed: nothing was tried
-        if not verdict:
-            self._limiter.failed(key)
+        if not credential.verify():
             return DENIED
-        if header.startswith("Basic "):  # a token rotates; it is compared every time
-            self._remember(digest)
+        self._limiter.refund(key)
+        if credential.cacheable:  # a token rotates, so it is compared every time
+            with self._lock:
+                self._passed[digest] = None
+                while len(self._passed) > _REMEMBERED_HEADERS:
+                    self._passed.popitem(last=False)
         return ALLOWED
 
-    def _verify(self, header: str) -> bool | None:
+    def _credential(self, header: str) -> _Credential | None:
         scheme, _, value = header.partition(" ")
-        if scheme.lower() == "bearer" and self._token is not None:
-            return self._token.matches(value.strip())
+        value = value.strip()
+        if scheme.lower() == "bearer" and self._token is not None and value:
+            token = self._token
+            return _Credential(header, lambda: token.matches(value), cacheable=False)
         if scheme.lower() != "basic" or not self._users:
             return None
         try:
-            decoded = base64.b64decode(value.strip(), validate=True).decode("utf-8")
+            decoded = base64.b64decode(value, validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError):
             return None
         user, sep, password = decoded.partition(":")
         if not sep:
             return None
-        hashed = self._users.get(user, self._dummy)  # the same bcrypt either way
-        return check_password(hashed, password) and user in self._users
+        users, dummy = self._users, self._dummy
 
-    def _remember(self, digest: bytes) -> None:
-        with self._lock:
-            self._passed[digest] = None
-            while len(self._passed) > _REMEMBERED_HEADERS:
-                self._passed.popitem(last=False)
+        def verify() -> bool:
+            hashed = users.get(user, dummy)  # the same bcrypt either way
+            return check_password(hashed, password) and user in users
+
+        return _Credential(header, verify, cacheable=True)
+
+
+@dataclass(frozen=True)
+class _Credential:
+    header: str
+    verify: Callable[[], bool]
+    cacheable: bool
 
 
 def _dummy_hash(users: Mapping[str, bytes]) -> bytes:

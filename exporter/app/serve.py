@@ -20,7 +20,7 @@ from exporter.adapters.vgpu_config import load_vgpu_ratios
 from exporter.app.collection import CollectionLoop, SnapshotStore
 from exporter.app.kube_enrich import KubeEnricher
 from exporter.app.metrics import RenderTimer
-from exporter.app.server import REQUEST_TIMEOUT_S, SPARE_CONNECTIONS, ExporterApp, HttpServer
+from exporter.app.server import REQUEST_TIMEOUT_S, ExporterApp, HttpServer, connection_limit
 from exporter.app.settings import ExporterSettings
 from exporter.engine.vgpu import VgpuRatios
 from exporter.model.backend import CgroupReader, GpuBackend
@@ -111,7 +111,7 @@ def _http_server(
         tls = ServerTls(settings.tls_cert_file, settings.tls_key_file, field="--tls-cert-file")
     app = ExporterApp(store, max_requests=settings.max_requests, auth=auth, healthy=healthy)
     limits = ServerLimits(
-        max_connections=settings.max_requests + SPARE_CONNECTIONS,
+        max_connections=connection_limit(settings.max_requests),
         request_timeout=REQUEST_TIMEOUT_S,
         backlog=settings.listen_backlog,
     )

@@ -1,12 +1,14 @@
 """The HTTP server: /metrics, /healthz, /readyz. Optional TLS and basic auth.
 
 /metrics serves the current snapshot's pre-rendered bytes, so a scrape never waits on NVML.
-At most ``max_requests`` requests run at once, counted from the request's arrival to its
-last byte written (authentication included, so a flood of bad passwords cannot run more
-bcrypt than that); more get 503 with ``Retry-After``. Failed logins are limited per client
-(429, see :mod:`guardian_common.http_auth`). The health endpoints need no credentials
-(kubelet probes send none), count against no cap and never touch NVML. Connections,
-deadlines, the listen backlog and TLS: :mod:`guardian_common.http_server`.
+At most ``max_requests`` requests run at once, each counted from the moment its connection
+is taken off the backlog to its last byte written (reading the request and checking its
+password included, so neither a crowd of scrapers nor a flood of bad passwords can make
+more work than that); more get 503 with ``Retry-After`` at once. Failed logins are
+limited per client (429, see :mod:`guardian_common.http_auth`). The health endpoints need
+no credentials (kubelet probes send none), are answered even above the cap and never
+touch NVML. Connections, deadlines, the listen backlog and TLS:
+:mod:`guardian_common.http_server`.
 """
 
 from __future__ import annotations
@@ -26,9 +28,18 @@ logger = logging.getLogger(__name__)
 StartResponse = Callable[..., Any]
 Headers = list[tuple[str, str]]
 REQUEST_TIMEOUT_S = 10.0  # Prometheus's default scrape timeout
-# Connections beyond max_requests still get a thread, to answer probes and 503 at once.
-SPARE_CONNECTIONS = 32
+# Connections served at once, one thread each: beyond --max-requests they are answered
+# 503 at once (and probes 200) instead of waiting; beyond this they wait in the backlog.
+# 256: a few hundred scrapers at once, within the pod's memory limit.
+MAX_CONNECTIONS = 256
+
+
+def connection_limit(max_requests: int) -> int:
+    return max(MAX_CONNECTIONS, max_requests + 32)
+
+
 _NO_AUTH = Authenticator()
+ADMITTED = "guardian_exporter.admitted"  # environ key: the server took a request slot
 
 
 class _Released:
@@ -80,19 +91,24 @@ class ExporterApp:
                 "200 OK" if ready else "503 Service Unavailable",
                 "ready\n" if ready else "no snapshot yet\n",
             )
-        if not self._slots.acquire(blocking=False):
-            return _text(
-                start_response,
-                "503 Service Unavailable",
-                "too many concurrent requests\n",
-                [("Retry-After", "1")],
-            )
-        try:
-            body = self._authorized(path, environ, start_response)
-        except BaseException:
-            self._slots.release()
-            raise
-        return _Released(body, self._slots.release)
+        admitted = environ.get(ADMITTED)
+        if admitted is None:  # not through our server: the slot is this call's
+            release = self.admit()
+            if release is None:
+                return _too_many(start_response)
+            try:
+                body = self._authorized(path, environ, start_response)
+            except BaseException:
+                release()
+                raise
+            return _Released(body, release)
+        if not admitted:
+            return _too_many(start_response)
+        return self._authorized(path, environ, start_response)
+
+    def admit(self) -> Callable[[], None] | None:
+        """A request slot: its release function, or None when all are taken."""
+        return self._slots.release if self._slots.acquire(blocking=False) else None
 
     def _authorized(
         self, path: str, environ: dict[str, Any], start_response: StartResponse
@@ -125,6 +141,11 @@ class ExporterApp:
         return [body]
 
 
+def _too_many(start_response: StartResponse) -> list[bytes]:
+    retry = [("Retry-After", "1")]
+    return _text(start_response, "503 Service Unavailable", "too many concurrent requests\n", retry)
+
+
 def _text(
     start_response: StartResponse, status: str, body: str, extra: Headers | None = None
 ) -> list[bytes]:
@@ -134,7 +155,26 @@ def _text(
     return [data]
 
 
-class _QuietHandler(WSGIRequestHandler):
+class _Handler(WSGIRequestHandler):
+    """Takes the app's request slot before reading the request, so a request waiting to
+    be read counts as running; health probes are answered either way."""
+
+    _release: Callable[[], None] | None = None
+
+    def handle(self) -> None:
+        app = self.server.get_app()  # type: ignore[attr-defined]
+        self._release = app.admit() if isinstance(app, ExporterApp) else None
+        try:
+            super().handle()
+        finally:
+            if self._release is not None:
+                self._release()
+
+    def get_environ(self) -> dict[str, Any]:
+        environ = super().get_environ()
+        environ[ADMITTED] = self._release is not None
+        return environ
+
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("%s %s", self.address_string(), format % args)
 
@@ -154,7 +194,7 @@ class HttpServer:
         limits: ServerLimits | None = None,
     ) -> None:
         limits = limits or ServerLimits(request_timeout=REQUEST_TIMEOUT_S)
-        self._server = _Server((host, port), _QuietHandler, limits=limits, tls=tls)
+        self._server = _Server((host, port), _Handler, limits=limits, tls=tls)
         self._server.set_app(app)
         self._thread: threading.Thread | None = None
 

@@ -5,6 +5,7 @@ remembered, and a bearer token file is re-read when it changes."""
 from __future__ import annotations
 
 import base64
+import threading
 from pathlib import Path
 
 import bcrypt
@@ -100,11 +101,50 @@ def test_limiter_memory_is_bounded() -> None:
     clock = Clock()
     limiter = FailureLimiter(5, monotonic=clock, max_clients=100)
     for n in range(1000):
-        limiter.failed(f"10.0.{n // 256}.{n % 256}")
+        assert limiter.acquire(f"10.0.{n // 256}.{n % 256}") is None
     assert len(limiter._buckets) <= 100
-    assert limiter.retry_after("10.0.3.231") is None  # the newest still count a failure
-    limiter.failed("10.0.3.231")
-    assert limiter._buckets["10.0.3.231"][0] == pytest.approx(3.0)
+    newest = "10.0.3.231"
+    assert limiter._buckets[newest][0] == pytest.approx(4.0)  # the newest still count
+    limiter.refund(newest)
+    assert limiter._buckets[newest][0] == pytest.approx(5.0)
+
+
+def test_concurrent_requests_with_one_new_header_share_one_bcrypt(
+    bcrypt_calls: list[bytes],
+) -> None:
+    auth = Authenticator(USERS)
+    start = threading.Barrier(8)
+    verdicts: list[bool] = []
+
+    def scrape() -> None:
+        start.wait()
+        verdicts.append(auth.check(basic("prom", "s3cret"), "10.0.0.1").allowed)
+
+    threads = [threading.Thread(target=scrape) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert verdicts == [True] * 8
+    assert len(bcrypt_calls) == 1
+
+
+def test_concurrent_guesses_run_no_more_bcrypt_than_the_limit(bcrypt_calls: list[bytes]) -> None:
+    auth = Authenticator(USERS, failures_per_minute=3)
+    start = threading.Barrier(20)
+    verdicts: list[int | None] = []
+
+    def guess(n: int) -> None:
+        start.wait()
+        verdicts.append(auth.check(basic("prom", f"guess-{n}"), "10.0.0.1").retry_after)
+
+    threads = [threading.Thread(target=guess, args=(n,)) for n in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert len(bcrypt_calls) == 3
+    assert sorted(v or 0 for v in verdicts) == [0] * 3 + [20] * 17
 
 
 def test_bearer_token_file_is_reread_when_it_changes(tmp_path: Path) -> None:
