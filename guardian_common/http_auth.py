@@ -179,7 +179,7 @@ class Authenticator:
         self._token = _TokenFile(bearer_token_file) if bearer_token_file is not None else None
         self._limiter = FailureLimiter(failures_per_minute, monotonic=monotonic)
         self._passed: OrderedDict[bytes, None] = OrderedDict()
-        self._running: dict[bytes, threading.Event] = {}
+        self._running: dict[bytes, _Check] = {}
         self._lock = threading.Lock()
         self._dummy = _dummy_hash(self._users)
         challenges = []
@@ -207,16 +207,17 @@ class Authenticator:
                 return ALLOWED
             running = self._running.get(digest)
             if running is None:
-                self._running[digest] = threading.Event()
+                mine = self._running[digest] = _Check()
         if running is not None:  # the same header is being checked now: share its verdict
-            running.wait()
-            with self._lock:
-                return ALLOWED if digest in self._passed else DENIED
+            running.done.wait()
+            return running.verdict
         try:
-            return self._try(credential, digest, client_key(client))
+            mine.verdict = self._try(credential, digest, client_key(client))
+            return mine.verdict
         finally:
             with self._lock:
-                self._running.pop(digest).set()
+                del self._running[digest]
+            mine.done.set()
 
     def _try(self, credential: _Credential, digest: bytes, key: str) -> AuthResult:
         wait = self._limiter.acquire(key)
@@ -254,6 +255,14 @@ class Authenticator:
             return check_password(hashed, password) and user in users
 
         return _Credential(header, verify, cacheable=True)
+
+
+class _Check:
+    """One check in progress, which requests with the same header wait for."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.verdict = DENIED  # until the check says otherwise (or fails)
 
 
 @dataclass(frozen=True)
