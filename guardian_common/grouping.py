@@ -18,7 +18,8 @@ GROUP_LABEL = "gpu_group"
 DEFAULT_GROUP = "unassigned"
 # Labels our series carry themselves; a pod label must never overwrite one.
 RESERVED_LABELS = frozenset(
-    {"node", "gpu", "uuid", "namespace", "pod", "container", "pod_uid", GROUP_LABEL, "cluster"}
+    {"node", "gpu", "uuid", "namespace", "pod", "container", "container_id", "pod_uid"}
+    | {GROUP_LABEL, "cluster", "resource"}
 )
 
 _INVALID_LABEL_CHAR = re.compile(r"[^a-zA-Z0-9_]")

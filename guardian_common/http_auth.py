@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import bcrypt
-import yaml
 
 from guardian_common.errors import ConfigError
+from guardian_common.files import read_text
+from guardian_common.yamldoc import parse_yaml
 
 logger = logging.getLogger(__name__)
 
@@ -45,29 +46,26 @@ _MAX_CLIENTS = 10_000
 
 
 def load_users(path: Path) -> dict[str, bytes]:
-    """``basic_auth_users: {user: bcrypt hash}`` from ``path``; ConfigError naming the
-    file and the field otherwise."""
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read users file: {exc.strerror}", path=str(path)) from exc
-    except UnicodeDecodeError:
-        raise ConfigError("not UTF-8 text", path=str(path)) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"not valid YAML: {exc}", path=str(path)) from exc
+    """``basic_auth_users: {user: bcrypt hash}`` from ``path``, read the bounded strict way
+    every input file is; ConfigError naming the file, the line and the field otherwise."""
+    source = str(path)
+    doc = parse_yaml(read_text(path, what="users file"), source)
+    data = doc.data
     if not isinstance(data, dict) or set(data) != {USERS_KEY}:
-        raise ConfigError(f"expected one key, {USERS_KEY}: {{user: bcrypt hash}}", path=str(path))
+        raise ConfigError(
+            f"expected one key, {USERS_KEY}: {{user: bcrypt hash}}", path=source, line=1
+        )
     users = data[USERS_KEY]
     if not isinstance(users, dict) or not users:
-        raise ConfigError("must map user names to bcrypt hashes", path=str(path), field=USERS_KEY)
+        raise doc.error("must map user names to bcrypt hashes", (USERS_KEY,))
     out: dict[str, bytes] = {}
     for name, hashed in users.items():
-        field = f"{USERS_KEY}.{name}"
-        if not isinstance(name, str) or not isinstance(hashed, str):
-            raise ConfigError("user and hash must be strings", path=str(path), field=field)
+        where = (USERS_KEY, name)
+        if not isinstance(hashed, str):
+            raise doc.error("the hash must be a string", where, f"{USERS_KEY}.{name}")
         if not hashed.startswith(_BCRYPT_PREFIXES) or not hashed[4:6].isdigit():
-            raise ConfigError("not a bcrypt hash ($2b$...)", path=str(path), field=field)
-        out[name] = hashed.encode()
+            raise doc.error("not a bcrypt hash ($2b$...)", where, f"{USERS_KEY}.{name}")
+        out[str(name)] = hashed.encode()
     return out
 
 

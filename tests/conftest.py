@@ -1,1 +1,1 @@
-pytest_plugins = ["tests.plugins.prometheus_fixture"]
+pytest_plugins = ["tests.plugins.prometheus_fixture", "tests.plugins.kube_fixture"]

@@ -23,6 +23,20 @@ from exporter.model.pods import PodDirectory, PodInfo
 logger = logging.getLogger(__name__)
 
 HTTP_GONE = 410
+# Init containers, app containers and ephemeral (debug) containers can all run on a GPU.
+_STATUS_LISTS = ("initContainerStatuses", "containerStatuses", "ephemeralContainerStatuses")
+
+
+def container_names(status: Mapping[str, Any]) -> dict[str, str]:
+    """Container ID -> name, from the statuses' ``containerID`` (``<runtime>://<id>``)."""
+    names: dict[str, str] = {}
+    for key in _STATUS_LISTS:
+        for entry in status.get(key) or []:
+            _, sep, container_id = str(entry.get("containerID") or "").partition("://")
+            name = str(entry.get("name") or "")
+            if sep and container_id and name:
+                names[container_id.lower()] = name
+    return names
 
 
 def pod_from_object(obj: Mapping[str, Any]) -> PodInfo:
@@ -43,6 +57,7 @@ def pod_from_object(obj: Mapping[str, Any]) -> PodInfo:
         phase=str(status.get("phase", "")),
         labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
         container_limits=limits,
+        container_names=container_names(status),
     )
 
 

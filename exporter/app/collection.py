@@ -89,6 +89,7 @@ class CollectionLoop:
         store: SnapshotStore,
         *,
         node: str,
+        cluster: str = "",
         ratios: VgpuRatios,
         interval: float,
         timeout: float,
@@ -101,6 +102,7 @@ class CollectionLoop:
         self._cgroups = cgroups
         self._store = store
         self._node = node
+        self._cluster = cluster
         self._ratios = ratios
         self._interval = interval
         self._timeout = timeout
@@ -190,6 +192,7 @@ class CollectionLoop:
             ratios=self._ratios,
             taken_at=now,
             health=self._health(up=True),
+            cluster=self._cluster,
         )
         if self._enricher is not None:
             snapshot = self._enrich(self._enricher, snapshot)
@@ -281,7 +284,7 @@ class CollectionLoop:
         return self._publish_down(now)
 
     def _publish_down(self, now: float) -> Snapshot:
-        snapshot = empty_snapshot(self._node, self._health(up=False), now)
+        snapshot = empty_snapshot(self._node, self._health(up=False), now, self._cluster)
         self._store.publish(RenderedSnapshot(snapshot, self._timer))
         return snapshot
 
@@ -292,7 +295,7 @@ class CollectionLoop:
         )
         health = self._health(up=self._up, stale=True)
         if self._last_good is None:
-            snapshot = empty_snapshot(self._node, health, now)
+            snapshot = empty_snapshot(self._node, health, now, self._cluster)
         else:
             snapshot = self._last_good.with_health(health)
         self._store.publish(RenderedSnapshot(snapshot, self._timer))

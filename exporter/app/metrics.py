@@ -1,7 +1,8 @@
 """Render a snapshot: a custom collector on a private registry, rendered once per format.
 
 Every scrape of the same snapshot shares the bytes; a new snapshot gets a new registry, so
-series of vanished processes and pods simply are not there.
+series of vanished processes and pods simply are not there. Every series starts with the
+node-wide labels: ``node``, and ``cluster`` when --cluster-name is set.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from prometheus_client.registry import Collector
 from exporter.model.enrichment import Enrichment
 from exporter.model.snapshot import GpuSeries, PodGpuSeries, Snapshot
 
-GPU_LABELS = ["node", "gpu", "uuid"]
-POD_LABELS = ["node", "gpu", "uuid", "pod_uid", "container"]
+# After the node-wide labels. ``container`` is the name (from the pod's status, "" while
+# unknown), ``container_id`` the 64-hex ID from the cgroup (docs/exporter.md says why both).
+GPU_LABELS = ["gpu", "uuid"]
+POD_LABELS = ["gpu", "uuid", "pod_uid", "container", "container_id"]
 
 # (name, help, value getter); None values are omitted, never rendered as 0.
 _GPU_GAUGES: tuple[tuple[str, str, Callable[[GpuSeries], float | None]], ...] = (
@@ -81,118 +84,140 @@ _POD_GAUGES: tuple[tuple[str, str, Callable[[PodGpuSeries], float | None]], ...]
 )
 
 
+def node_labels(snap: Snapshot) -> tuple[list[str], list[str]]:
+    """The labels every series carries, and their values."""
+    if snap.cluster:
+        return ["node", "cluster"], [snap.node, snap.cluster]
+    return ["node"], [snap.node]
+
+
 class SnapshotCollector(Collector):
     def __init__(self, snapshot: Snapshot) -> None:
         self._snapshot = snapshot
 
     def collect(self) -> Iterator[Metric]:
         snap = self._snapshot
-        node = snap.node
-        gpu_keys = [[node, g.index, g.uuid] for g in snap.gpus]
+        base, values = node_labels(snap)
+        gpu_keys = [[*values, g.index, g.uuid] for g in snap.gpus]
 
         info = GaugeMetricFamily(
             "guardian_gpu_info",
             "GPU identity; always 1.",
-            labels=["node", "gpu", "uuid", "model", "driver_version", "mig"],
+            labels=[*base, "gpu", "uuid", "model", "driver_version", "mig"],
         )
         for g in snap.gpus:
-            info.add_metric([node, g.index, g.uuid, g.model, snap.driver_version, g.mig.value], 1)
+            info.add_metric(
+                [*values, g.index, g.uuid, g.model, snap.driver_version, g.mig.value], 1
+            )
         yield info
         for name, doc, get in _GPU_GAUGES:
-            gauge = GaugeMetricFamily(name, doc, labels=GPU_LABELS)
+            gauge = GaugeMetricFamily(name, doc, labels=base + GPU_LABELS)
             for key, g in zip(gpu_keys, snap.gpus, strict=True):
                 value = get(g)
                 if value is not None:
                     gauge.add_metric(key, value)
             yield gauge
         for name, doc, get in _GPU_COUNTERS:
-            counter = CounterMetricFamily(name, doc, labels=GPU_LABELS)
+            counter = CounterMetricFamily(name, doc, labels=base + GPU_LABELS)
             for key, g in zip(gpu_keys, snap.gpus, strict=True):
                 value = get(g)
                 if value is not None:
                     counter.add_metric(key, value)
             yield counter
-        extra = snap.enrichment
-        names = list(extra.label_names) if extra is not None else []
-        pod_keys = [
-            [
-                node, p.gpu, p.uuid, p.pod_uid, p.container,
-                # A pod the API does not know keeps its pod_uid series, unnamed.
-                *(extra.pod_labels.get(p.pod_uid, extra.unknown_pod) if extra is not None else ()),
-            ]
-            for p in snap.pods
-        ]  # fmt: skip
-        for name, doc, get_pod in _POD_GAUGES:
-            gauge = GaugeMetricFamily(name, doc, labels=POD_LABELS + names)
-            for key, p in zip(pod_keys, snap.pods, strict=True):
-                value = get_pod(p)
-                if value is not None:
-                    gauge.add_metric(key, value)
-            yield gauge
+        yield from _pods(snap, base, values)
+        if snap.enrichment is not None:
+            yield from _kubernetes(snap.enrichment, base, values)
+        yield from _health(snap, base, values)
+
+
+def _pods(snap: Snapshot, base: list[str], values: list[str]) -> Iterator[Metric]:
+    extra = snap.enrichment
+    names = list(extra.label_names) if extra is not None else []
+    keys = []
+    for p in snap.pods:
+        container = ""
+        pod: tuple[str, ...] = ()
         if extra is not None:
-            yield from _kubernetes(node, extra)
-        yield from _health(snap)
+            container = extra.container_names.get((p.pod_uid, p.container_id), "")
+            # A pod the API does not know keeps its pod_uid series, unnamed.
+            pod = extra.pod_labels.get(p.pod_uid, extra.unknown_pod)
+        keys.append([*values, p.gpu, p.uuid, p.pod_uid, container, p.container_id, *pod])
+    for name, doc, get_pod in _POD_GAUGES:
+        gauge = GaugeMetricFamily(name, doc, labels=base + POD_LABELS + names)
+        for key, p in zip(keys, snap.pods, strict=True):
+            value = get_pod(p)
+            if value is not None:
+                gauge.add_metric(key, value)
+        yield gauge
 
 
-def _kubernetes(node: str, extra: Enrichment) -> Iterator[Metric]:
+def _kubernetes(extra: Enrichment, base: list[str], values: list[str]) -> Iterator[Metric]:
     names = list(extra.label_names)
     allocated = GaugeMetricFamily(
         "guardian_pod_gpu_allocated",
         'GPUs the kubelet allocated to the pod\'s container (1 per GPU; a count with uuid="" '
         "when only pod limits are known), including pods that run no GPU process.",
-        labels=["node", "gpu", "uuid", "container", "resource", *names],
+        labels=[*base, "gpu", "uuid", "container", "resource", *names],
     )
     for a in extra.allocations:
-        allocated.add_metric([node, a.gpu, a.uuid, a.container, a.resource, *a.labels], a.value)
+        allocated.add_metric([*values, a.gpu, a.uuid, a.container, a.resource, *a.labels], a.value)
     yield allocated
     unallocated = GaugeMetricFamily(
         "guardian_pod_gpu_unallocated_use",
         "1: the pod's process uses a GPU that is not allocated to the pod.",
-        labels=POD_LABELS + names,
+        labels=base + POD_LABELS + names,
     )
     for u in extra.unallocated_use:
-        unallocated.add_metric([node, u.gpu, u.uuid, u.pod_uid, u.container, *u.labels], 1)
+        unallocated.add_metric(
+            [*values, u.gpu, u.uuid, u.pod_uid, u.container, u.container_id, *u.labels], 1
+        )
     yield unallocated
-    yield GaugeMetricFamily(
+    kube_up = GaugeMetricFamily(
         "guardian_exporter_kube_up",
         "1 if the Kubernetes API answered the exporter's last pod list or watch.",
-        value=int(bool(extra.kube_up)),
+        labels=base,
     )
+    kube_up.add_metric(values, int(bool(extra.kube_up)))
+    yield kube_up
 
 
-def _health(snap: Snapshot) -> Iterator[Metric]:
+def _health(snap: Snapshot, base: list[str], values: list[str]) -> Iterator[Metric]:
     h = snap.health
-    yield GaugeMetricFamily(
+    up = GaugeMetricFamily(
         "guardian_exporter_nvml_up",
         "1 if the GPU backend is initialised and readable.",
-        value=int(h.nvml_up),
+        labels=base,
     )
+    up.add_metric(values, int(h.nvml_up))
+    yield up
     stale = GaugeMetricFamily(
         "guardian_exporter_snapshot_stale",
         "1 if the last collection did not finish in time and these are the previous values.",
-        value=int(h.stale),
+        labels=base,
     )
+    stale.add_metric(values, int(h.stale))
     yield stale
     last = GaugeMetricFamily(
         "guardian_exporter_last_success_timestamp_seconds",
         "When the last collection cycle succeeded.",
+        labels=base,
     )
     if h.last_success_timestamp_seconds is not None:
-        last.add_metric([], h.last_success_timestamp_seconds)
+        last.add_metric(values, h.last_success_timestamp_seconds)
     yield last
     durations = GaugeMetricFamily(
         "guardian_exporter_collect_duration_seconds",
         "Wall time of the last collection, per stage.",
-        labels=["stage"],
+        labels=[*base, "stage"],
     )
     for stage, seconds in h.stage_seconds:
-        durations.add_metric([stage], seconds)
+        durations.add_metric([*values, stage], seconds)
     yield durations
     errors = CounterMetricFamily(
-        "guardian_exporter_errors", "Errors met while collecting.", labels=["op", "kind"]
+        "guardian_exporter_errors", "Errors met while collecting.", labels=[*base, "op", "kind"]
     )
     for e in h.errors:
-        errors.add_metric([e.op, e.kind], e.count)
+        errors.add_metric([*values, e.op, e.kind], e.count)
     yield errors
 
 

@@ -66,6 +66,7 @@ class Exporter:
             cgroups,
             self.store,
             node=settings.node_name,
+            cluster=settings.cluster_name,
             ratios=ratios,
             interval=settings.interval,
             timeout=settings.timeout,

@@ -48,7 +48,7 @@ _SERVE_FLAGS: tuple[tuple[str, type, str], ...] = (
     ("pod_resources_socket", Path, "kubelet pod-resources socket (default: the kubelet's)"),
     ("group_label", str, "pod label key whose value is gpu_group (default: gpu-guardian.io/group)"),
     ("group_label_allowlist", str, "regex of raw pod label keys to export (default: group)"),
-    ("cluster_name", str, "adds a cluster label to pod series"),
+    ("cluster_name", str, "adds a cluster label to every series"),
     ("default_group", str, "gpu_group of pods without the group label (default: unassigned)"),
     ("extra_gpu_resources", str, "extra GPU resource names, comma-separated"),
     ("kube_timeout", str, "time any Kubernetes or kubelet call may take (default: 10s)"),
@@ -99,8 +99,9 @@ def _serve(args: argparse.Namespace) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: stop.set())
         return run(exporter, stop)
-    except ConfigError as exc:
-        print(f"guardian-exporter: configuration error: {exc}", file=sys.stderr)
+    except ConfigError as exc:  # one line per finding, control characters escaped
+        for line in str(exc).splitlines():
+            print(f"guardian-exporter: configuration error: {line}", file=sys.stderr)
         return EXIT_CONFIG
     except OSError as exc:  # e.g. the port is taken, or the TLS files cannot be read
         print(f"guardian-exporter: {exc}", file=sys.stderr)

@@ -1,7 +1,8 @@
 """Join the NVML snapshot with pods and allocations. Pure: directory and allocations come in.
 
-- Pod series get ``namespace``, ``pod``, ``gpu_group``, an optional ``cluster`` and the
-  allowlisted pod labels. A pod the API does not know keeps only its ``pod_uid`` series.
+- Pod series get ``namespace``, ``pod``, ``gpu_group`` and the allowlisted pod labels, and
+  their container's name from the pod's status. A pod the API does not know keeps only its
+  ``pod_uid`` series. (``node`` and ``cluster`` are added to every series when rendering.)
 - Every pod x GPU allocation becomes a series, also for pods that run no GPU process.
 - A pod process on a GPU that is not allocated to that pod is flagged.
 """
@@ -34,21 +35,13 @@ class EnrichmentInput:
 
 
 def _row(
-    namespace: str,
-    name: str,
-    group: str,
-    labels: Mapping[str, str],
-    cluster: str,
-    keys: Mapping[str, str],
+    namespace: str, name: str, group: str, labels: Mapping[str, str], keys: Mapping[str, str]
 ) -> tuple[str, ...]:
-    cluster_part = (cluster,) if cluster else ()
-    return (namespace, name, group, *cluster_part, *(labels.get(raw, "") for raw in keys))
+    return (namespace, name, group, *(labels.get(raw, "") for raw in keys))
 
 
-def _values(
-    pod: PodInfo, grouping: GroupingOptions, cluster: str, keys: Mapping[str, str]
-) -> tuple[str, ...]:
-    return _row(pod.namespace, pod.name, grouping.group_of(pod.labels), pod.labels, cluster, keys)
+def _values(pod: PodInfo, grouping: GroupingOptions, keys: Mapping[str, str]) -> tuple[str, ...]:
+    return _row(pod.namespace, pod.name, grouping.group_of(pod.labels), pod.labels, keys)
 
 
 def enrich(data: EnrichmentInput, grouping: GroupingOptions, kube_up: bool) -> Enrichment:
@@ -56,29 +49,43 @@ def enrich(data: EnrichmentInput, grouping: GroupingOptions, kube_up: bool) -> E
     plan = plan_label_keys((key for pod in pods for key in pod.labels), grouping)
     # Raw key -> Prometheus name, ordered by name so the schema is stable across scrapes.
     keys = dict(sorted(plan.names.items(), key=lambda item: item[1]))
-    cluster = grouping.cluster_name
-    names = (*IDENTITY_LABELS, *(("cluster",) if cluster else ()), *keys.values())
-    pod_labels = {pod.uid: _values(pod, grouping, cluster, keys) for pod in pods}
+    pod_labels = {pod.uid: _values(pod, grouping, keys) for pod in pods}
     by_name = {(pod.namespace, pod.name): pod for pod in pods}
+    names = container_names(data.pods, data.pod_series)
 
-    allocations = tuple(_allocation_series(data, by_name, grouping, cluster, keys))
+    allocations = tuple(_allocation_series(data, by_name, grouping, keys))
     return Enrichment(
-        label_names=names,
+        label_names=(*IDENTITY_LABELS, *keys.values()),
         pod_labels=pod_labels,
-        unknown_pod=_row("", "", "", {}, cluster, keys),
+        unknown_pod=_row("", "", "", {}, keys),
+        container_names=names,
         allocations=allocations,
-        unallocated_use=tuple(_unallocated(data, pod_labels, by_name)) if data.identified else (),
+        unallocated_use=(
+            tuple(_unallocated(data, pod_labels, by_name, names)) if data.identified else ()
+        ),
         kube_up=kube_up,
         collisions=plan.collisions,
         reserved=plan.reserved,
     )
 
 
+def container_names(
+    pods: PodDirectory, series: Iterable[PodGpuSeries]
+) -> dict[tuple[str, str], str]:
+    """(pod_uid, container ID) -> name, where the pod's status lists that container ID."""
+    out: dict[tuple[str, str], str] = {}
+    for s in series:
+        pod = pods.by_uid.get(s.pod_uid)
+        name = pod.container_names.get(s.container_id) if pod is not None else None
+        if name:
+            out[(s.pod_uid, s.container_id)] = name
+    return out
+
+
 def _allocation_series(
     data: EnrichmentInput,
     by_name: Mapping[tuple[str, str], PodInfo],
     grouping: GroupingOptions,
-    cluster: str,
     keys: Mapping[str, str],
 ) -> Iterable[AllocationSeries]:
     for alloc in data.allocations:
@@ -88,9 +95,9 @@ def _allocation_series(
         if pod is None:
             # The kubelet still lists a pod the API no longer has (or has not sent yet):
             # its group is unknown, so it is left empty for GpuMissingGroupLabel to catch.
-            labels = _row(alloc.namespace, alloc.pod, "", {}, cluster, keys)
+            labels = _row(alloc.namespace, alloc.pod, "", {}, keys)
         else:
-            labels = _values(pod, grouping, cluster, keys)
+            labels = _values(pod, grouping, keys)
         uuid = alloc.device.uuid if alloc.device is not None else ""
         yield AllocationSeries(
             gpu=data.gpu_index.get(uuid, "") if uuid else "",
@@ -108,6 +115,7 @@ def _unallocated(
     data: EnrichmentInput,
     pod_labels: Mapping[str, tuple[str, ...]],
     by_name: Mapping[tuple[str, str], PodInfo],
+    names: Mapping[tuple[str, str], str],
 ) -> Iterable[UnallocatedUse]:
     held = {
         (alloc.namespace, alloc.pod, alloc.device.uuid)
@@ -124,6 +132,7 @@ def _unallocated(
             gpu=series.gpu,
             uuid=series.uuid,
             pod_uid=series.pod_uid,
-            container=series.container,
+            container=names.get((series.pod_uid, series.container_id), ""),
+            container_id=series.container_id,
             labels=pod_labels[series.pod_uid],
         )

@@ -91,6 +91,7 @@ def build_snapshot(
     ratios: VgpuRatios,
     taken_at: float,
     health: ExporterHealth,
+    cluster: str = "",
 ) -> tuple[Snapshot, BuilderState]:
     gpus: list[GpuSeries] = []
     pods: list[PodGpuSeries] = []
@@ -146,8 +147,8 @@ def build_snapshot(
         allocated = ratios.allocated_bytes(
             dev.memory_total_bytes, dev.uuid, dev.model, dev.parent_uuid
         )
-        for (pod_uid, container), acc in sorted(by_pod.items()):
-            key = (dev.uuid, pod_uid, container)
+        for (pod_uid, container_id), acc in sorted(by_pod.items()):
+            key = (dev.uuid, pod_uid, container_id)
             last_active = state.last_active.get(key)
             if acc.last_active_us is not None:
                 seen = acc.last_active_us / 1e6
@@ -159,7 +160,7 @@ def build_snapshot(
                     gpu=dev.index,
                     uuid=dev.uuid,
                     pod_uid=pod_uid,
-                    container=container,
+                    container_id=container_id,
                     memory_used_bytes=acc.memory,
                     sm_utilization_ratio=(
                         None
@@ -179,5 +180,6 @@ def build_snapshot(
         gpus=tuple(gpus),
         pods=tuple(pods),
         health=health,
+        cluster=cluster,
     )
     return snapshot, BuilderState(busy_state, sample_state, active_state, period_state, read_at)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-# Label names every enriched pod series carries, after node/gpu/uuid/pod_uid/container.
+# Label names every enriched pod series carries, after its own labels (metrics.POD_LABELS).
 IDENTITY_LABELS = ("namespace", "pod", "gpu_group")
 
 
@@ -30,7 +30,8 @@ class UnallocatedUse:
     gpu: str
     uuid: str
     pod_uid: str
-    container: str
+    container: str  # the name, "" when unknown
+    container_id: str
     labels: tuple[str, ...]
 
 
@@ -38,12 +39,14 @@ class UnallocatedUse:
 class Enrichment:
     """Everything the Kubernetes side adds to one snapshot."""
 
-    # Label names after the identity labels: "cluster" (if set) and sanitized allowlisted keys.
+    # The identity labels, then the sanitized allowlisted keys.
     label_names: tuple[str, ...] = IDENTITY_LABELS
     # pod_uid -> values for label_names; pods the API does not know are absent.
     pod_labels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    # Values for a pod the API does not know: only node-wide labels such as cluster.
+    # Values for a pod the API does not know: all empty.
     unknown_pod: tuple[str, ...] = ("", "", "")
+    # (pod_uid, container ID) -> container name, for the snapshot's pod series that have one.
+    container_names: Mapping[tuple[str, str], str] = field(default_factory=dict)
     allocations: tuple[AllocationSeries, ...] = ()
     unallocated_use: tuple[UnallocatedUse, ...] = ()
     kube_up: bool | None = None  # None: Kubernetes enrichment is off

@@ -17,6 +17,9 @@ class PodInfo:
     labels: Mapping[str, str] = field(default_factory=dict)
     # container name -> resource name -> quantity, from spec.containers[].resources.limits
     container_limits: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # container ID (lowercase, as cgroup attribution gives it) -> container name, from
+    # status.{initContainer,container,ephemeralContainer}Statuses[].containerID
+    container_names: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def terminal(self) -> bool:

@@ -37,7 +37,7 @@ class PodGpuSeries:
     gpu: str
     uuid: str
     pod_uid: str
-    container: str
+    container_id: str  # from the cgroup; "" for a process at pod level (e.g. CRI-O's conmon)
     memory_used_bytes: int | None
     sm_utilization_ratio: float | None
     processes: int
@@ -72,6 +72,7 @@ class Snapshot:
     health: ExporterHealth
     # What Kubernetes adds (names, gpu_group, allocations); None when enrichment is off.
     enrichment: Enrichment | None = None
+    cluster: str = ""  # --cluster-name: a label on every series when set
 
     def with_health(self, health: ExporterHealth) -> Snapshot:
         return dataclasses.replace(self, health=health)
@@ -80,8 +81,16 @@ class Snapshot:
         return dataclasses.replace(self, enrichment=enrichment)
 
 
-def empty_snapshot(node: str, health: ExporterHealth, taken_at: float) -> Snapshot:
+def empty_snapshot(
+    node: str, health: ExporterHealth, taken_at: float, cluster: str = ""
+) -> Snapshot:
     """What is served while NVML is down: health series only, no GPU series."""
     return Snapshot(
-        node=node, driver_version="", taken_at=taken_at, gpus=(), pods=(), health=health
+        node=node,
+        driver_version="",
+        taken_at=taken_at,
+        gpus=(),
+        pods=(),
+        health=health,
+        cluster=cluster,
     )

@@ -98,7 +98,8 @@ class AlertStore:
         previous: Mapping[str, Mapping[LabelSet, Alert]] | None = None,
         extra: Callable[[sqlite3.Connection], None] | None = None,
     ) -> None:
-        """Store the group's state in one transaction; ``extra`` runs inside it.
+        """Store the group's state in one transaction; ``extra`` runs inside it. Keep it
+        to SQL: the database stays locked until it returns.
 
         ``previous`` is the state this store last committed for the group: then only the
         alerts that changed (a new object) are written and the vanished ones deleted.

@@ -5,7 +5,7 @@ Thanos Receive (``/api/v1/receive``). Errors follow the remote-write spec: 5xx a
 succeed later (:class:`TransientError`, with ``Retry-After`` as the delay hint); any other
 non-2xx answer means the data was refused and resending it cannot help (:class:`PermanentError`).
 Messages show the URL without userinfo and scrub every server or library text of the
-endpoint's secrets (see :mod:`guardian.adapters.http_client`).
+endpoint's secrets (see :mod:`guardian.adapters.http_credentials`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,12 @@ import cramjam
 import requests
 
 from guardian.adapters import _remote_write_pb2 as pb
-from guardian.adapters.http_client import CredentialError, credentials, secrets_of, shown_url
+from guardian.adapters.http_credentials import (
+    CredentialError,
+    credentials,
+    secrets_of,
+    shown_url,
+)
 from guardian.model.http_client import HttpClientConfig
 from guardian.model.series import TimeSeries
 from guardian_common.errors import ConfigError, PermanentError, TransientError

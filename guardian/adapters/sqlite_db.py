@@ -1,10 +1,10 @@
 """The controller's one SQLite database, shared by the components that keep state.
 
-Each component (the rule engine here; the remediation ledger and the Slack outbox
-later) owns its tables and declares them as numbered migrations under its own name::
+Each component (the rule engine's alert_store, the remediation ledger, the Slack
+outbox) owns its tables and declares them as numbered migrations under its own name::
 
-    ENGINE = MigrationSet("engine", ("CREATE TABLE ...", "ALTER TABLE ..."))
-    db = Database.open(path, [ENGINE, LEDGER])
+    ENGINE_MIGRATIONS = MigrationSet("engine", ("CREATE TABLE ...", "ALTER TABLE ..."))
+    db = Database.open(path, [ENGINE_MIGRATIONS, LEDGER_MIGRATIONS, SLACK_MIGRATIONS])
 
 ``schema_versions`` records how far each component got; ``open`` applies the missing
 steps, each in its own transaction. WAL mode keeps readers (the HTTP endpoint, the

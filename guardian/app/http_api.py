@@ -1,7 +1,7 @@
-"""The engine's HTTP endpoint: ``/api/v1/alerts`` (Prometheus's shape), ``/healthz``,
-``/readyz`` and ``/metrics``.
+"""The engine's HTTP endpoint: ``/api/v1/alerts`` (Prometheus's shape), ``/api/v1/status``
+(``guardian status`` as JSON), ``/healthz``, ``/readyz`` and ``/metrics``.
 
-One port for all four. The API and /metrics need credentials when ``web:`` sets a users
+One port for all. The API and /metrics need credentials when ``web:`` sets a users
 or token file (Prometheus scrapes with its ServiceMonitor's basic auth or bearer token);
 the probes never do. Connections are capped, each has one deadline, TLS is optional
 (:mod:`guardian_common.http_server`); failed logins are limited per client
@@ -15,6 +15,7 @@ import json
 import logging
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler
@@ -24,12 +25,14 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from guardian.app.rules.runtime import ActiveAlert, RuleEngine
-from guardian.app.settings.http_api import WebSettings
+from guardian.app.settings.web import WebSettings
 from guardian.model.times import rfc3339
 from guardian_common.http_auth import Authenticator, load_users
 from guardian_common.http_server import LimitedHTTPServer, ServerLimits, ServerTls
 
 logger = logging.getLogger(__name__)
+
+StatusSource = Callable[[], dict[str, Any]]
 
 
 def format_api_value(value: float) -> str:
@@ -89,10 +92,17 @@ def web_guard(web: WebSettings) -> WebGuard:
 
 class EngineHTTPServer:
     def __init__(
-        self, engine: RuleEngine, host: str, port: int, guard: WebGuard | None = None
+        self,
+        engine: RuleEngine,
+        host: str,
+        port: int,
+        guard: WebGuard | None = None,
+        *,
+        status: StatusSource | None = None,
     ) -> None:
         self.engine = engine
         self.guard = guard if guard is not None else WebGuard()
+        self.status = status
         server_self = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -158,6 +168,9 @@ class EngineHTTPServer:
         if path == "/api/v1/alerts":
             alerts = [alert_json(a) for a in self.engine.active_alerts()]
             body = {"status": "success", "data": {"alerts": alerts}}
+            self._reply(handler, 200, json.dumps(body).encode(), "application/json")
+        elif path == "/api/v1/status" and self.status is not None:
+            body = {"status": "success", "data": self.status()}
             self._reply(handler, 200, json.dumps(body).encode(), "application/json")
         elif path == "/metrics":
             data = generate_latest(self.engine.metrics.registry)

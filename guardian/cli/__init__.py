@@ -1,4 +1,8 @@
-"""The `guardian` command line. It only parses arguments and hands off to the app layer."""
+"""The `guardian` command line.
+
+Each command parses its arguments, hands them to the app layer (``dcgm-config`` to the
+pure engine) and prints the answer. Clients and databases are built in app, never here.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,8 @@ import argparse
 from collections.abc import Sequence
 
 from guardian.cli import commands
-from guardian.cli._common import EXIT_USAGE, package_version
+from guardian.cli._common import EXIT_USAGE, config_error, package_version
+from guardian_common.errors import ConfigError
 from guardian_common.logs import add_logging_arguments, configure_logging
 
 
@@ -31,5 +36,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     configure_logging(args.log_level, args.log_format)
-    result: int = handler(args)
+    try:
+        result: int = handler(args)
+    except ConfigError as exc:  # any command: a bad file or flag exits 2 with one line each
+        return config_error(parser.prog, exc)
     return result

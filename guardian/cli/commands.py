@@ -1,8 +1,6 @@
-"""Subcommand registry. Each feature adds its parser here; placeholders exit 2 until they land."""
+"""Subcommand registry: every command module registers its parser here."""
 
 from __future__ import annotations
-
-import argparse
 
 from guardian.cli import (
     dcgm_cmd,
@@ -15,12 +13,10 @@ from guardian.cli import (
     rules_test_cmd,
     status_cmd,
 )
-from guardian.cli._common import placeholder
-
-SubParsers = argparse._SubParsersAction
+from guardian.cli._common import SubParsers
 
 
-def register_all(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
+def register_all(subparsers: SubParsers) -> None:
     engine_cmds.register(subparsers)
     _register_rules(subparsers)
     _register_policies(subparsers)
@@ -30,15 +26,7 @@ def register_all(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     demo_cmd.register(subparsers)
 
 
-def _placeholder(
-    subparsers: SubParsers[argparse.ArgumentParser], name: str, help_text: str, issue: int
-) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser(name, help=help_text, description=help_text)
-    parser.set_defaults(handler=placeholder(parser.prog, issue))
-    return parser
-
-
-def _register_rules(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
+def _register_rules(subparsers: SubParsers) -> None:
     rules = subparsers.add_parser("rules", help="check, render and unit-test rule files")
     rules_sub = rules.add_subparsers(dest="rules_command", metavar="RULES_COMMAND", required=True)
     rules_check_cmd.register(rules_sub)
@@ -46,7 +34,7 @@ def _register_rules(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     rules_test_cmd.register(rules_sub)
 
 
-def _register_policies(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
+def _register_policies(subparsers: SubParsers) -> None:
     policies = subparsers.add_parser("policies", help="validate reclaim policies")
     policies_sub = policies.add_subparsers(
         dest="policies_command", metavar="POLICIES_COMMAND", required=True

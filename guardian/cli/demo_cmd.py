@@ -7,12 +7,11 @@ import os
 import sys
 from pathlib import Path
 
+from guardian.cli._common import EXIT_USAGE, SubParsers
 from guardian.demo import DemoRequest, run_demo
 
-SubParsers = argparse._SubParsersAction
 
-
-def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
+def register(subparsers: SubParsers) -> None:
     text = "run the whole loop on a simulated fleet (no cluster, GPU or Slack needed)"
     parser = subparsers.add_parser(
         "demo",
@@ -59,10 +58,10 @@ def run(args: argparse.Namespace) -> int:
             "(--slack-token or $SLACK_BOT_TOKEN)",
             file=sys.stderr,
         )
-        return 2
+        return EXIT_USAGE
     if args.time_factor < 1:
         print("guardian demo: --time-factor must be >= 1", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     request = DemoRequest(
         timeout=args.timeout,
         workdir=args.workdir,

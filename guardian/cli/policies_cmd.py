@@ -6,13 +6,11 @@ import argparse
 import sys
 
 from guardian.app.remediation.policy_files import check_report
-from guardian.cli._common import EXIT_FAILURE, EXIT_OK
+from guardian.cli._common import EXIT_FAILURE, EXIT_OK, SubParsers, config_error
 from guardian_common.errors import ConfigError
 
-SubParsers = argparse._SubParsersAction
 
-
-def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
+def register(subparsers: SubParsers) -> None:
     text = "validate reclaim policy files and report overlapping policies"
     parser = subparsers.add_parser("check", help=text, description=text)
     parser.add_argument("files", nargs="+", metavar="FILE", help="policy files (globs allowed)")
@@ -23,8 +21,7 @@ def run_check(args: argparse.Namespace) -> int:
     try:
         count, lines, problems = check_report(args.files)
     except ConfigError as exc:
-        print(exc, file=sys.stderr)
-        return EXIT_FAILURE
+        return config_error("guardian policies check", exc)
     for line in lines:
         print(line)
     for problem in problems:

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from guardian.app.rules.check import load_findings
-from guardian.cli._common import EXIT_FAILURE, EXIT_OK
+from guardian.cli._common import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, SubParsers
 from guardian.engine.rules.render import (
     DEFAULT_NAME,
     PLACEHOLDERS,
@@ -14,8 +14,6 @@ from guardian.engine.rules.render import (
     RenderOptions,
     render,
 )
-
-SubParsers = argparse._SubParsersAction
 
 
 def _label(text: str) -> tuple[str, str]:
@@ -25,7 +23,7 @@ def _label(text: str) -> tuple[str, str]:
     return key, value
 
 
-def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
+def register(subparsers: SubParsers) -> None:
     text = "render rule files as PrometheusRule manifests or as one rule file"
     placeholders = ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
     parser = subparsers.add_parser("render", help=text, description=text)
@@ -65,7 +63,7 @@ def run_render(args: argparse.Namespace) -> int:
         for finding in findings:
             print(finding, file=sys.stderr)
         print(f"{len(findings)} problem(s) found; nothing rendered", file=sys.stderr)
-        return EXIT_FAILURE
+        return EXIT_CONFIG
     options = RenderOptions(
         format=args.format,
         name=args.name,

@@ -17,7 +17,7 @@ from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.kube.rest import KubeRest, Obj, object_path
 from guardian.model.policies import NOTEBOOK_STOPPED, Annotations
 from guardian.model.reclaim import ActionKind, PlannedAction, WorkloadState
-from guardian.model.remediation_events import LadderStep, StepOutcome
+from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
 from guardian.model.times import rfc3339
 
 logger = logging.getLogger(__name__)
@@ -41,11 +41,16 @@ _REASONS = {
 class Result:
     outcome: StepOutcome
     message: str
-    original_replicas: int | None = None
 
 
-def restore_command(ws: WorkloadState) -> str:
-    return f"guardian restore {ws.ref.namespace}/{ws.ref.kind}/{ws.ref.name}"
+def restore_command(ref: WorkloadRef) -> str:
+    return f"guardian restore {ref.namespace}/{ref.kind}/{ref.name}"
+
+
+def original_replicas(ws: WorkloadState) -> int | None:
+    """The replica count the reclaim recorded on the object (None: none, or not a count)."""
+    original = ws.annotations.get(Annotations.ORIGINAL_REPLICAS, "")
+    return int(original) if original.isdigit() else None
 
 
 class Executor:
@@ -61,7 +66,7 @@ class Executor:
         describe = self.describe(action, ws)
         if action.dry_run:
             logger.info("dry-run: would %s on %s (%s)", describe, ws.ref, action.reason)
-            return Result(StepOutcome.DRY_RUN, f"would {describe}", ws.replicas)
+            return Result(StepOutcome.DRY_RUN, f"would {describe}")
         if action.step is LadderStep.ANNOTATE:
             self._annotate(action, ws, now)
         elif action.step is LadderStep.RECLAIM:
@@ -77,7 +82,7 @@ class Executor:
             now=now,
             warning=action.step in (LadderStep.NOTIFY, LadderStep.ANNOTATE),
         )
-        return Result(StepOutcome.APPLIED, describe, ws.replicas)
+        return Result(StepOutcome.APPLIED, describe)
 
     def unflag(self, ws: WorkloadState) -> None:
         """Clear the annotate step's marks when an episode ends without a reclaim."""
@@ -191,11 +196,11 @@ class Executor:
         meta = {"resourceVersion": ws.resource_version, "annotations": cleared}
         spec: Obj = {}
         done = "cleared annotations"
-        original = ann.get(Annotations.ORIGINAL_REPLICAS)
+        original = original_replicas(ws)
         path = self.reader.path(ws.ref)
-        if ws.action is ActionKind.SCALE and original is not None and original.isdigit():
+        if ws.action is ActionKind.SCALE and original is not None:
             if ws.replicas == 0:
-                spec["replicas"] = int(original)
+                spec["replicas"] = original
                 done = f"scaled back to {original}"
             else:
                 done = f"left at {ws.replicas} replicas (changed since the reclaim)"
@@ -212,8 +217,8 @@ class Executor:
             body["spec"] = spec
         updated = self.rest.merge_patch(path, body)
         scaled = ws.action is ActionKind.SCALE_SUBRESOURCE and ws.replicas == 0
-        if scaled and original is not None and original.isdigit():
-            self._put_scale(ws, path, updated["metadata"]["resourceVersion"], int(original))
+        if scaled and original is not None:
+            self._put_scale(ws, path, updated["metadata"]["resourceVersion"], original)
             done = f"scaled back to {original}"
         hpa_name, hpa_min = ann.get(Annotations.HPA), ann.get(Annotations.ORIGINAL_MIN_REPLICAS)
         current = ws.hpa.min_replicas if ws.hpa is not None else None

@@ -1,4 +1,4 @@
-"""A thin JSON layer over the real ``kubernetes`` ApiClient: any path, any patch type.
+"""A thin JSON layer over the real ``kubernetes`` ApiClient: any path, merge patches.
 
 The generated typed APIs send strategic merge patches for dict bodies (CRDs reject
 those with 415) and cover only built-in kinds; remediation needs merge patches on any

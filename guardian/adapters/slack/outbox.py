@@ -1,4 +1,4 @@
-"""The Slack notifier's durable state in the shared SQLite database.
+"""The Slack notifier's durable state in the shared SQLite database: rows in, rows out.
 
 - ``slack_outbox``: every message operation, keyed by an idempotency key (UNIQUE), in
   one FIFO per channel. ``pending`` → ``sending`` (committed BEFORE the call to Slack) →
@@ -7,21 +7,28 @@
 - ``slack_threads``: per thread (one episode, or one group of episodes) the channel ID
   and parent ``ts`` once posted.
 - ``slack_episodes``: each episode's current finding, its thread and reminder state.
+- ``slack_aliases``: which alert episode a ladder (workload) episode was matched to.
 - ``slack_cursors``: how far a feed (the remediation ledger) has been consumed.
 - ``slack_seen``: every change (transition or ladder event) already applied, so a replay
   after a restart changes nothing.
+
+No decisions here: intake reads rows by key (before its transaction) and ``write``s
+what the planner decided (``IntakeRows``) inside one; delivery moves outbox rows
+through their states.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from guardian.adapters.sqlite_db import Database, MigrationSet
-from guardian.model.labels import LabelSet
-from guardian.model.notifications import Finding, finding_from_dict, finding_to_dict
+from guardian.engine.notify.lifecycle import OpKind
+from guardian.engine.notify.state import EpisodeRow, ThreadKind, ThreadRow, labels_key, pod_key
+from guardian.model.notifications import finding_from_dict, finding_to_dict
 
 SLACK_MIGRATIONS = MigrationSet(
     "slack",
@@ -88,7 +95,10 @@ SLACK_MIGRATIONS = MigrationSet(
     ),
 )
 
+
 PENDING, SENDING, DONE, DEAD = "pending", "sending", "done", "dead"
+_EPISODE = "episode, thread_key, finding, announced, dirty, last_notified_at, reminders"
+_CHUNK = 400  # keys per IN (...): well under SQLite's variable limit
 
 
 @dataclass(frozen=True)
@@ -97,7 +107,7 @@ class OutboxItem:
     idem: str
     channel: str
     thread: str
-    op: str
+    op: OpKind
     payload: dict[str, Any]
     state: str
     attempts: int
@@ -106,70 +116,152 @@ class OutboxItem:
 
 
 @dataclass(frozen=True)
-class ThreadRow:
-    key: str
+class OutboxRow:
+    """A new message operation, rendered."""
+
+    idem: str
     channel: str
-    channel_id: str | None
-    ts: str | None
-    kind: str
+    thread: str
+    op: OpKind
+    payload: dict[str, Any]
 
 
 @dataclass(frozen=True)
-class EpisodeRow:
-    episode: str
-    thread: str
-    finding: Finding
-    announced: bool
-    dirty: bool
-    last_notified_at: float
-    reminders: int
+class IntakeRows:
+    """One intake's writes, at ``now``. Inserts of keyed rows are ignored when the key is
+    there already; episodes and the cursor are upserts."""
 
-
-def labels_key(labels: LabelSet) -> str | None:
-    return json.dumps(labels.items_sorted, separators=(",", ":")) if labels else None
-
-
-def pod_key(labels: LabelSet) -> str | None:
-    parts = [labels.get(k) for k in ("alertname", "namespace", "pod")]
-    return "\x00".join(p for p in parts if p) if all(parts) else None
+    now: float
+    threads: Sequence[ThreadRow] = ()
+    episodes: Sequence[EpisodeRow] = ()
+    aliases: Sequence[tuple[str, str]] = ()  # (ladder episode, alert episode)
+    seen: Sequence[str] = ()
+    outbox: Sequence[OutboxRow] = ()
+    cursor: tuple[str, str] | None = None  # (feed, position)
+    prune_before: float | None = None  # forget finished operations and changes before this
 
 
 def _f(value: object) -> float:
     return float(str(value))
 
 
-class SlackStore:
-    """Queries over the notifier's tables. Methods taking ``conn`` run inside the caller's
-    transaction (``db.transaction()``), so state and outbox change together."""
+def _episode(row: Sequence[Any]) -> EpisodeRow:
+    ep, thread, finding, announced, dirty, last, reminders = row
+    return EpisodeRow(
+        str(ep),
+        str(thread),
+        finding_from_dict(json.loads(finding)),
+        bool(announced),
+        bool(dirty),
+        _f(last),
+        int(reminders),
+    )
 
+
+def _thread(row: Sequence[Any]) -> ThreadRow:
+    key, channel, cid, ts, kind = row
+    return ThreadRow(
+        str(key),
+        str(channel),
+        ThreadKind(str(kind)),
+        None if cid is None else str(cid),
+        None if ts is None else str(ts),
+    )
+
+
+def _episode_params(row: EpisodeRow) -> tuple[object, ...]:
+    return (
+        row.episode,
+        row.thread,
+        json.dumps(finding_to_dict(row.finding), separators=(",", ":")),
+        int(row.announced),
+        int(row.dirty),
+        row.last_notified_at,
+        row.reminders,
+        int(row.finding.open),
+        labels_key(row.finding.labels),
+        pod_key(row.finding.labels),
+        row.finding.active_at,
+    )
+
+
+class SlackStore:
     def __init__(self, db: Database) -> None:
         self.db = db
         db.migrate([SLACK_MIGRATIONS])
 
-    # -------------------------------------------------------------- episodes
-    def episode(self, conn: sqlite3.Connection, episode: str) -> EpisodeRow | None:
-        row = conn.execute(
-            "SELECT episode, thread_key, finding, announced, dirty, last_notified_at, reminders "
-            "FROM slack_episodes WHERE episode = ?",
-            (episode,),
-        ).fetchone()
-        return None if row is None else self._episode(row)
+    def _in(self, sql: str, keys: Iterable[str]) -> list[tuple[object, ...]]:
+        """``sql`` with ``{marks}`` for an IN list, run over ``keys`` in chunks."""
+        unique = sorted(set(keys))
+        rows: list[tuple[object, ...]] = []
+        for i in range(0, len(unique), _CHUNK):
+            chunk = unique[i : i + _CHUNK]
+            rows.extend(self.db.read(sql.format(marks=", ".join("?" * len(chunk))), chunk))
+        return rows
 
-    @staticmethod
-    def _episode(row: tuple[Any, ...]) -> EpisodeRow:
-        ep, thread, finding, announced, dirty, last, reminders = row
-        return EpisodeRow(
-            str(ep),
-            str(thread),
-            finding_from_dict(json.loads(finding)),
-            bool(announced),
-            bool(dirty),
-            _f(last),
-            int(reminders),
+    def _episodes(self, column: str, keys: Iterable[str], where: str = "") -> dict[str, EpisodeRow]:
+        sql = f"SELECT {_EPISODE} FROM slack_episodes e WHERE {column} IN ({{marks}}){where}"  # noqa: S608 - fixed names
+        return {r.episode: r for r in map(_episode, self._in(sql, keys))}
+
+    # -------------------------------------------------------------- intake reads
+    def episodes(self, ids: Iterable[str]) -> dict[str, EpisodeRow]:
+        return self._episodes("episode", ids)
+
+    def episodes_in_threads(self, keys: Iterable[str]) -> dict[str, EpisodeRow]:
+        return self._episodes("thread_key", keys)
+
+    def unclaimed_episodes(
+        self, labels_keys: Iterable[str], pod_keys: Iterable[str]
+    ) -> dict[str, EpisodeRow]:
+        """Episodes with one of these label or pod keys that no ladder episode claimed."""
+        unclaimed = " AND NOT EXISTS (SELECT 1 FROM slack_aliases a WHERE a.episode = e.episode)"
+        return {
+            **self._episodes("labels_key", labels_keys, unclaimed),
+            **self._episodes("pod_key", pod_keys, unclaimed),
+        }
+
+    def unsettled_episodes(self) -> dict[str, EpisodeRow]:
+        """Open episodes (reminders) and dirty ones (changed while muted)."""
+        rows = self.db.read(
+            f"SELECT {_EPISODE} FROM slack_episodes WHERE is_open = 1 OR dirty = 1"  # noqa: S608 - fixed names
         )
+        return {r.episode: r for r in map(_episode, rows)}
 
-    def save_episode(self, conn: sqlite3.Connection, row: EpisodeRow) -> None:
-        conn.execute(
+    def threads(self, keys: Iterable[str]) -> dict[str, ThreadRow]:
+        rows = self._in(
+            "SELECT thread_key, channel, channel_id, ts, kind FROM slack_threads "
+            "WHERE thread_key IN ({marks})",
+            keys,
+        )
+        return {t.key: t for t in map(_thread, rows)}
+
+    def aliases(self, ladder_episodes: Iterable[str]) -> dict[str, str]:
+        rows = self._in(
+            "SELECT remediation_episode, episode FROM slack_aliases "
+            "WHERE remediation_episode IN ({marks})",
+            ladder_episodes,
+        )
+        return {str(r[0]): str(r[1]) for r in rows}
+
+    def seen(self, keys: Iterable[str]) -> frozenset[str]:
+        """Which of these change keys were applied already."""
+        rows = self._in("SELECT change_key FROM slack_seen WHERE change_key IN ({marks})", keys)
+        return frozenset(str(r[0]) for r in rows)
+
+    def cursor(self, name: str) -> str | None:
+        rows = self.db.read("SELECT value FROM slack_cursors WHERE name = ?", (name,))
+        return str(rows[0][0]) if rows else None
+
+    # -------------------------------------------------------------- the intake write
+    def write(self, conn: sqlite3.Connection, rows: IntakeRows) -> None:
+        """Inside the caller's transaction: SQL only."""
+        now = rows.now
+        conn.executemany(
+            "INSERT OR IGNORE INTO slack_threads (thread_key, channel, kind, created_at) "
+            "VALUES (?, ?, ?, ?)",
+            [(t.key, t.channel, t.kind.value, now) for t in rows.threads],
+        )
+        conn.executemany(
             "INSERT INTO slack_episodes (episode, thread_key, finding, announced, dirty, "
             "last_notified_at, reminders, is_open, labels_key, pod_key, active_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -177,85 +269,47 @@ class SlackStore:
             "finding = excluded.finding, announced = excluded.announced, dirty = excluded.dirty, "
             "last_notified_at = excluded.last_notified_at, reminders = excluded.reminders, "
             "is_open = excluded.is_open",
-            (
-                row.episode,
-                row.thread,
-                json.dumps(finding_to_dict(row.finding), separators=(",", ":")),
-                int(row.announced),
-                int(row.dirty),
-                row.last_notified_at,
-                row.reminders,
-                int(row.finding.open),
-                labels_key(row.finding.labels),
-                pod_key(row.finding.labels),
-                row.finding.active_at,
-            ),
+            [_episode_params(r) for r in rows.episodes],
         )
-
-    def alias(self, conn: sqlite3.Connection, remediation_episode: str) -> str | None:
-        row = conn.execute(
-            "SELECT episode FROM slack_aliases WHERE remediation_episode = ?",
-            (remediation_episode,),
-        ).fetchone()
-        return None if row is None else str(row[0])
-
-    def set_alias(self, conn: sqlite3.Connection, remediation_episode: str, episode: str) -> None:
-        conn.execute(
+        conn.executemany(
             "INSERT OR IGNORE INTO slack_aliases (remediation_episode, episode) VALUES (?, ?)",
-            (remediation_episode, episode),
+            rows.aliases,
         )
-
-    def match_alert(self, conn: sqlite3.Connection, labels: LabelSet) -> str | None:
-        """The newest alert episode with these labels (else the same rule, namespace and
-        pod) that no other remediation episode has claimed."""
-        for column, key in (("labels_key", labels_key(labels)), ("pod_key", pod_key(labels))):
-            if key is None:
-                continue
-            row = conn.execute(
-                f"SELECT episode FROM slack_episodes e WHERE {column} = ? "  # noqa: S608 - fixed names
-                "AND NOT EXISTS (SELECT 1 FROM slack_aliases a WHERE a.episode = e.episode) "
-                "ORDER BY active_at DESC LIMIT 1",
-                (key,),
-            ).fetchone()
-            if row is not None:
-                return str(row[0])
-        return None
-
-    def members(self, conn: sqlite3.Connection, thread: str) -> list[Finding]:
-        rows = conn.execute(
-            "SELECT finding FROM slack_episodes WHERE thread_key = ? ORDER BY episode", (thread,)
-        ).fetchall()
-        return [finding_from_dict(json.loads(r[0])) for r in rows]
-
-    def reminder_candidates(self, conn: sqlite3.Connection) -> list[EpisodeRow]:
-        rows = conn.execute(
-            "SELECT episode, thread_key, finding, announced, dirty, last_notified_at, reminders "
-            "FROM slack_episodes WHERE is_open = 1 OR dirty = 1 ORDER BY episode"
-        ).fetchall()
-        return [self._episode(r) for r in rows]
-
-    # -------------------------------------------------------------- threads
-    def thread(self, key: str, conn: sqlite3.Connection | None = None) -> ThreadRow | None:
-        sql = (
-            "SELECT thread_key, channel, channel_id, ts, kind FROM slack_threads "
-            "WHERE thread_key = ?"
+        conn.executemany(
+            "INSERT OR IGNORE INTO slack_seen (change_key, seen_at) VALUES (?, ?)",
+            [(key, now) for key in rows.seen],
         )
-        if conn is not None:
-            row = conn.execute(sql, (key,)).fetchone()
-        else:
-            rows = self.db.read(sql, (key,))
-            row = rows[0] if rows else None
-        if row is None:
-            return None
-        k, channel, cid, ts, kind = row
-        return ThreadRow(
-            str(k),
-            str(channel),
-            None if cid is None else str(cid),
-            None if ts is None else str(ts),
-            str(kind),
+        conn.executemany(
+            "INSERT OR IGNORE INTO slack_outbox (idem_key, channel, thread_key, op, payload, "
+            "state, not_before, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    o.idem,
+                    o.channel,
+                    o.thread,
+                    o.op.value,
+                    json.dumps(o.payload, separators=(",", ":")),
+                    PENDING,
+                    now,
+                    now,
+                )
+                for o in rows.outbox
+            ],
         )
+        if rows.cursor is not None:
+            conn.execute(
+                "INSERT INTO slack_cursors (name, value) VALUES (?, ?) "
+                "ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+                rows.cursor,
+            )
+        if rows.prune_before is not None:
+            conn.execute(
+                "DELETE FROM slack_outbox WHERE state IN ('done', 'dead') AND done_at < ?",
+                (rows.prune_before,),
+            )
+            conn.execute("DELETE FROM slack_seen WHERE seen_at < ?", (rows.prune_before,))
 
+    # -------------------------------------------------------------- delivery
     def known_channel_id(self, channel: str) -> str | None:
         """The ID Slack answered for a configured channel name, from an earlier post."""
         rows = self.db.read(
@@ -265,72 +319,6 @@ class SlackStore:
         )
         return str(rows[0][0]) if rows else None
 
-    def ensure_thread(
-        self, conn: sqlite3.Connection, key: str, channel: str, kind: str, now: float
-    ) -> ThreadRow:
-        conn.execute(
-            "INSERT OR IGNORE INTO slack_threads (thread_key, channel, kind, created_at) "
-            "VALUES (?, ?, ?, ?)",
-            (key, channel, kind, now),
-        )
-        row = self.thread(key, conn)
-        assert row is not None  # noqa: S101 - inserted just above
-        return row
-
-    # -------------------------------------------------------------- outbox writes
-    def has_idem(self, conn: sqlite3.Connection, idem: str) -> bool:
-        return (
-            conn.execute("SELECT 1 FROM slack_outbox WHERE idem_key = ?", (idem,)).fetchone()
-            is not None
-        )
-
-    def enqueue(
-        self,
-        conn: sqlite3.Connection,
-        *,
-        idem: str,
-        channel: str,
-        thread: str,
-        op: str,
-        payload: dict[str, Any],
-        now: float,
-    ) -> bool:
-        """Add one operation; ``False`` if its idempotency key is already there."""
-        cur = conn.execute(
-            "INSERT OR IGNORE INTO slack_outbox (idem_key, channel, thread_key, op, payload, "
-            "state, not_before, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                idem,
-                channel,
-                thread,
-                op,
-                json.dumps(payload, separators=(",", ":")),
-                PENDING,
-                now,
-                now,
-            ),
-        )
-        return cur.rowcount == 1
-
-    def seen(self, conn: sqlite3.Connection, key: str, now: float) -> bool:
-        """Record ``key``; ``True`` if it was there already."""
-        cur = conn.execute(
-            "INSERT OR IGNORE INTO slack_seen (change_key, seen_at) VALUES (?, ?)", (key, now)
-        )
-        return cur.rowcount == 0
-
-    def get_cursor(self, name: str) -> str | None:
-        rows = self.db.read("SELECT value FROM slack_cursors WHERE name = ?", (name,))
-        return str(rows[0][0]) if rows else None
-
-    def set_cursor(self, conn: sqlite3.Connection, name: str, value: str) -> None:
-        conn.execute(
-            "INSERT INTO slack_cursors (name, value) VALUES (?, ?) "
-            "ON CONFLICT(name) DO UPDATE SET value = excluded.value",
-            (name, value),
-        )
-
-    # -------------------------------------------------------------- delivery
     def heads(self) -> list[OutboxItem]:
         """The oldest unfinished operation of each channel: the queues' heads."""
         rows = self.db.read(
@@ -345,7 +333,7 @@ class SlackStore:
                 str(r[1]),
                 str(r[2]),
                 str(r[3]),
-                str(r[4]),
+                OpKind(str(r[4])),
                 json.loads(str(r[5])),
                 str(r[6]),
                 int(str(r[7])),
@@ -390,9 +378,8 @@ class SlackStore:
         """An update (or reply) whose parent is gone becomes a fresh parent post."""
         with self.db.transaction() as conn:
             conn.execute(
-                "UPDATE slack_outbox SET op = 'post', state = ?, first_attempt_at = NULL "
-                "WHERE seq = ?",
-                (PENDING, seq),
+                "UPDATE slack_outbox SET op = ?, state = ?, first_attempt_at = NULL WHERE seq = ?",
+                (OpKind.POST.value, PENDING, seq),
             )
 
     def mark_dead(self, seq: int, now: float, error: str) -> None:
@@ -408,13 +395,3 @@ class SlackStore:
             "GROUP BY channel"
         )
         return {str(r[0]): int(str(r[1])) for r in rows}
-
-    def prune(self, before: float) -> int:
-        """Forget finished operations older than ``before`` (their keys can no longer recur)."""
-        with self.db.transaction() as conn:
-            cur = conn.execute(
-                "DELETE FROM slack_outbox WHERE state IN ('done', 'dead') AND done_at < ?",
-                (before,),
-            )
-            conn.execute("DELETE FROM slack_seen WHERE seen_at < ?", (before,))
-            return cur.rowcount

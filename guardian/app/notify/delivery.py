@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable
 
 from guardian.adapters.slack.blocks import marker
-from guardian.adapters.slack.outbox import PENDING, SENDING, OutboxItem, SlackStore, ThreadRow
+from guardian.adapters.slack.outbox import PENDING, SENDING, OutboxItem, SlackStore
 from guardian.adapters.slack.transport import (
     CannotReconcile,
     MessageGone,
@@ -28,6 +28,8 @@ from guardian.adapters.slack.transport import (
 )
 from guardian.app.notify.metrics import NotifierMetrics
 from guardian.app.settings.slack import DeliverySettings
+from guardian.engine.notify.lifecycle import OpKind
+from guardian.engine.notify.state import ThreadRow
 from guardian_common.errors import TransientError
 
 logger = logging.getLogger(__name__)
@@ -55,7 +57,7 @@ class Deliverer:
 
     def _ready_at(self, item: OutboxItem) -> float:
         ready = max(item.not_before, self._blocked.get(item.channel, 0.0))
-        if item.op != "update":
+        if item.op is not OpKind.UPDATE:
             ready = max(ready, self._next_post.get(item.channel, 0.0))
         return ready
 
@@ -79,7 +81,7 @@ class Deliverer:
                     self._store.retry_later(
                         item.seq, item.state, now + self._backoff(item.attempts + 1), "error"
                     )
-                    self._metrics.requests.labels(item.op, "error").inc()
+                    self._metrics.requests.labels(item.op.value, "error").inc()
                 done += 1
         return self._clock()
 
@@ -89,17 +91,17 @@ class Deliverer:
 
     # -------------------------------------------------------------- one operation
     def _process(self, item: OutboxItem) -> None:
-        thread = self._store.thread(item.thread)
+        thread = self._store.threads([item.thread]).get(item.thread)
         op = item.op
-        if op == "update" and (
+        if op is OpKind.UPDATE and (
             thread is None or thread.ts is None or not self._transport.can_update
         ):
             self._store.convert_to_post(item.seq)  # no parent to edit: post the state afresh
             return
-        if op == "reply" and (thread is None or thread.ts is None):
+        if op is OpKind.REPLY and (thread is None or thread.ts is None):
             self._store.convert_to_post(item.seq)  # its parent never arrived: keep the news
             return
-        if item.state == SENDING and op != "update":
+        if item.state == SENDING and op is not OpKind.UPDATE:
             try:
                 found = self._reconcile(item, thread)
             except TransientError as exc:  # Slack still unreachable: try again later
@@ -110,18 +112,18 @@ class Deliverer:
             if found is not None:
                 channel_id = found.channel_id or (thread.channel_id if thread else None)
                 self._store.mark_done(
-                    item, self._clock(), channel_id, found.ts, anchor=op == "post"
+                    item, self._clock(), channel_id, found.ts, anchor=op is OpKind.POST
                 )
                 return
         now = self._clock()
         self._store.mark_sending(item.seq, now)
         try:
-            if op == "update":
+            if op is OpKind.UPDATE:
                 assert thread is not None  # noqa: S101 - checked at the top
                 assert thread.ts is not None  # noqa: S101
                 assert thread.channel_id is not None  # noqa: S101
                 sent = self._transport.update(thread.channel_id, thread.ts, item.payload)
-            elif op == "reply":
+            elif op is OpKind.REPLY:
                 assert thread is not None  # noqa: S101 - checked at the top
                 assert thread.ts is not None  # noqa: S101
                 channel = thread.channel_id or item.channel
@@ -135,7 +137,7 @@ class Deliverer:
             self._count(item, "rate_limited", str(exc), logging.WARNING)
         except Uncertain as exc:
             # A post may have arrived: stay "sending" so the next try looks first.
-            state = PENDING if op == "update" else SENDING
+            state = PENDING if op is OpKind.UPDATE else SENDING
             self._store.retry_later(
                 item.seq, state, now + self._backoff(item.attempts + 1), str(exc)
             )
@@ -156,15 +158,15 @@ class Deliverer:
                 self._clock(),
                 sent.channel_id or (thread.channel_id if thread else None),
                 sent.ts,
-                anchor=op == "post",
+                anchor=op is OpKind.POST,
             )
-            self._metrics.requests.labels(op, "ok").inc()
+            self._metrics.requests.labels(op.value, "ok").inc()
         finally:
-            if op != "update":
+            if op is not OpKind.UPDATE:
                 self._next_post[item.channel] = self._clock() + self._settings.post_interval
 
     def _count(self, item: OutboxItem, result: str, text: str, level: int) -> None:
-        self._metrics.requests.labels(item.op, result).inc()
+        self._metrics.requests.labels(item.op.value, result).inc()
         logger.log(
             level, "slack: %s to %s (operation %s): %s", item.op, item.channel, item.seq, text
         )
@@ -173,7 +175,7 @@ class Deliverer:
         """Look for the message in Slack before sending it again; ``None``: send it."""
         if self._settings.reconcile != "history" or not self._transport.can_update:
             return None  # webhooks cannot read history: at-least-once
-        thread_ts = thread.ts if thread is not None and item.op == "reply" else None
+        thread_ts = thread.ts if thread is not None and item.op is OpKind.REPLY else None
         channel_id = thread.channel_id if thread is not None else None
         channel_id = channel_id or self._store.known_channel_id(item.channel)
         oldest = (item.first_attempt_at or self._clock()) - _RECONCILE_SLACK

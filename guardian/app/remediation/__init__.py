@@ -1,1 +1,2 @@
-"""Remediation wiring: settings, the loop the engine feeds, restore, status, leader election."""
+"""Remediation in the app layer: building it, the loop the engine feeds, the step path
+it shares with ``guardian restore``, status, policy files and leader election."""

@@ -1,12 +1,12 @@
 """Build the remediation parts from settings, for ``guardian run`` and the CLI commands.
 
-The runner wires them (see docs/policies.md, "Wiring")::
+app/controller.py wires them (see docs/policies.md, "Wiring")::
 
     parts = build_remediation(settings.remediation, db=engine.store.db,
                               alerts=engine_alerts(engine),
                               pipeline_groups=pipeline_group_names(engine.groups))
     engine.listeners.append(parts.loop.on_evaluation)
-    parts.start_leader_election(on_lost=runner.request_stop)   # exit when the lease is lost
+    parts.start_leader_election(on_lost=runner.leadership_lost)  # exit 1: lease lost
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,8 +31,9 @@ from guardian.app.remediation.loop import RemediationLoop
 from guardian.app.remediation.metrics import RemediationMetrics
 from guardian.app.remediation.policy_files import load_policies
 from guardian.app.rules.runtime import RuleEngine
+from guardian.app.settings.config_file import load_settings
 from guardian.app.settings.remediation import RemediationSettings
-from guardian.engine.remediation import PlannerSettings
+from guardian.engine.remediation import PlannerSettings, is_pipeline
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.model.alerts import AlertState
 from guardian.model.reclaim import FiringAlert
@@ -66,15 +67,17 @@ def engine_alerts(engine: RuleEngine) -> Callable[[], list[FiringAlert]]:
 def pipeline_group_names(groups: Sequence[CompiledGroup]) -> tuple[str, ...]:
     """Groups with ``guardian_class: pipeline`` rules: their health gates every action."""
     return tuple(
-        sorted(
-            {
-                g.name
-                for g in groups
-                for _key, rule in g.rules
-                if rule.rule.labels.get("guardian_class") == "pipeline"
-            }
-        )
+        sorted({g.name for g in groups for _key, rule in g.rules if is_pipeline(rule.rule.labels)})
     )
+
+
+def state_database(state: str | None, config: str | None, env: Mapping[str, str]) -> str | None:
+    """The state database a CLI command uses: ``state``, else the ``config``'s state_path."""
+    if state:
+        return state
+    if config:
+        return load_settings(config, env).state_path
+    return None
 
 
 def default_identity() -> str:

@@ -1,10 +1,11 @@
 """The remediation loop: after each rule-group evaluation, plan and apply one cycle.
 
-Wiring (the runner): ``engine.listeners.append(loop.on_evaluation)``. The loop keeps
-each group's last evaluation health, and at most once per ``cycle_interval`` of
+Wiring (app/controller.py): ``engine.listeners.append(loop.on_evaluation)``. The loop
+keeps each group's last evaluation health, and at most once per ``cycle_interval`` of
 evaluation time it reads the cluster, plans (pure), and applies the plan. Just before
-each step it reads the workload again and re-plans it alone; a 409 does the same.
-Every step and every new refusal goes to the ledger as a RemediationEvent.
+each step it reads the workload again and re-plans it alone; a 409 does the same
+(step_runner.py). Every step and every new refusal goes to the ledger as a
+RemediationEvent.
 """
 
 from __future__ import annotations
@@ -13,15 +14,18 @@ import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 
-from guardian.adapters.kube.executor import Executor
+from guardian.adapters.kube.executor import Executor, original_replicas, restore_command
 from guardian.adapters.kube.reader import KubeReader
-from guardian.adapters.kube.rest import Conflict, Forbidden, NotFound
+from guardian.adapters.kube.rest import NotFound
 from guardian.adapters.ledger import EpisodeState, Ledger
 from guardian.app.remediation.metrics import RemediationMetrics
 from guardian.app.remediation.recording import StepRecorder
-from guardian.engine.remediation import PlannerSettings, plan
+from guardian.app.remediation.step_runner import Ready, StepRunner
+from guardian.engine.remediation import PlannerSettings, is_pipeline, plan
 from guardian.model.alerts import GroupEvaluation
+from guardian.model.labels import LabelSet
 from guardian.model.policies import Annotations, ReclaimPolicy
 from guardian.model.reclaim import (
     ClusterSnapshot,
@@ -32,13 +36,18 @@ from guardian.model.reclaim import (
     Wait,
     WorkloadState,
 )
-from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
+from guardian.model.remediation_events import (
+    LadderStep,
+    RemediationEvent,
+    StepOutcome,
+    WorkloadRef,
+)
 from guardian.model.times import parse_rfc3339
 from guardian_common.errors import GuardianError
 
 logger = logging.getLogger(__name__)
 
-MAX_CONFLICT_RETRIES = 3
+FOUND_APPLIED = "found applied in the cluster after a restart"
 
 
 def group_health(evaluation: GroupEvaluation) -> GroupHealth:
@@ -75,10 +84,15 @@ class RemediationLoop:
         self.cycle_interval = cycle_interval
         self.metrics = metrics or RemediationMetrics()
         self.is_leader = is_leader
-        self.record = StepRecorder(ledger, self.metrics)
+        self.recorder = StepRecorder(ledger, self.metrics)
         self.health: dict[str, GroupHealth] = {}
         self.last_cycle: float | None = None
         self._lock = threading.Lock()
+
+    @property
+    def steps(self) -> StepRunner:
+        """How a step is applied (``guardian restore`` goes the same way)."""
+        return StepRunner(self.executor, self.recorder)
 
     # ---------------------------------------------------------------- entry points
     def on_evaluation(self, evaluation: GroupEvaluation) -> None:
@@ -106,12 +120,12 @@ class RemediationLoop:
             snapshot = self._snapshot(alerts, now)
             self._reconcile(snapshot, now)
             result = self._plan(alerts, snapshot, now)
-            self.record.waits(result.waits, now)
+            self.recorder.waits(result.waits, now)
             for ref, episode in result.closed_episodes:
                 self._close(ref, episode, snapshot, now)
             for action in result.actions:
                 try:
-                    self._execute(action, alerts, snapshot, now)
+                    self.steps.run(partial(self._recheck, action, alerts, snapshot, now), now)
                 except Exception:  # per item: one workload's failure must not stop the rest
                     logger.exception(
                         "remediation step %s on %s failed", action.step, action.workload
@@ -124,7 +138,7 @@ class RemediationLoop:
         return [
             a
             for a in alerts
-            if a.labels.get("guardian_class") == "pipeline"
+            if is_pipeline(a.labels)
             or any(p.spec.alerts.matches(a.labels.to_dict()) for p in self.policies)
         ]
 
@@ -133,7 +147,7 @@ class RemediationLoop:
             (a.labels["namespace"], a.labels["pod"])
             for a in alerts
             if a.firing
-            and a.labels.get("guardian_class") != "pipeline"
+            and not is_pipeline(a.labels)
             and a.labels.get("namespace")
             and a.labels.get("pod")
         ]
@@ -162,37 +176,38 @@ class RemediationLoop:
             done = view.steps(episode, real=True)
             flagged = parse_rfc3339(ws.annotations.get(Annotations.FLAGGED_AT))
             if flagged is not None and LadderStep.ANNOTATE not in done:
-                self.record.event(
-                    ws.ref,
-                    episode,
-                    LadderStep.ANNOTATE,
-                    StepOutcome.APPLIED,
-                    flagged,
-                    policy,
-                    "found applied in the cluster after a restart",
+                self.recorder.record(
+                    RemediationEvent(
+                        episode,
+                        ws.ref,
+                        LadderStep.ANNOTATE,
+                        StepOutcome.APPLIED,
+                        flagged,
+                        policy,
+                        FOUND_APPLIED,
+                        LabelSet(),
+                    )
                 )
             reclaimed = parse_rfc3339(ws.annotations.get(Annotations.RECLAIMED_AT))
             if reclaimed is not None and LadderStep.RECLAIM not in done:
-                original = ws.annotations.get(Annotations.ORIGINAL_REPLICAS, "")
-                self.record.event(
-                    ws.ref,
-                    episode,
-                    LadderStep.RECLAIM,
-                    StepOutcome.APPLIED,
-                    reclaimed,
-                    policy,
-                    "found applied in the cluster after a restart",
-                    ws=ws,
-                    original=int(original) if original.isdigit() else None,
+                self.recorder.record(
+                    RemediationEvent(
+                        episode,
+                        ws.ref,
+                        LadderStep.RECLAIM,
+                        StepOutcome.APPLIED,
+                        reclaimed,
+                        policy,
+                        FOUND_APPLIED,
+                        LabelSet(),
+                        original_replicas=original_replicas(ws),
+                        restore_command=restore_command(ws.ref),
+                    )
                 )
                 self.ledger.set_episode_state(episode, EpisodeState.RECLAIMED)
 
     def _replan_one(
-        self,
-        action: PlannedAction,
-        alerts: Sequence[FiringAlert],
-        snapshot: ClusterSnapshot,
-        now: float,
+        self, action: PlannedAction, snapshot: ClusterSnapshot, now: float
     ) -> tuple[PlannedAction | Wait | None, WorkloadState | None]:
         """Read the workload again and plan it alone: the evidence check just before acting."""
         ref = action.workload
@@ -220,7 +235,7 @@ class RemediationLoop:
                 )
             )
             and o.root == ref
-        ] + [a for a in alerts if a.labels.get("guardian_class") == "pipeline"]
+        ] + [a for a in alerts if is_pipeline(a.labels)]
         again = plan(
             mine,
             self.policies,
@@ -239,62 +254,42 @@ class RemediationLoop:
         return None, fresh
 
     # ---------------------------------------------------------------- acting
-    def _execute(
+    def _recheck(
         self,
-        action: PlannedAction,
+        planned: PlannedAction,
         alerts: Sequence[FiringAlert],
         snapshot: ClusterSnapshot,
         now: float,
-    ) -> None:
-        for _attempt in range(MAX_CONFLICT_RETRIES):
-            current, fresh = self._replan_one(action, alerts, snapshot, now)
-            if fresh is None:
-                logger.info("%s is gone: dropping %s", action.workload, action.step)
-                return
-            if not isinstance(current, PlannedAction) or current.step is not action.step:
-                why = current.reason if isinstance(current, Wait) else "no longer planned"
-                logger.info("re-planned %s on %s: %s", action.step, action.workload, why)
-                if isinstance(current, Wait) and current.refused:
-                    self.record.event(
-                        action.workload,
-                        action.episode,
-                        action.step,
+    ) -> Ready | None:
+        """``planned`` as the planner sees it now, with the workload as just read; None if
+        it is gone or no longer planned (a new refusal is recorded)."""
+        current, fresh = self._replan_one(planned, snapshot, now)
+        if fresh is None:
+            logger.info("%s is gone: dropping %s", planned.workload, planned.step)
+            return None
+        if not isinstance(current, PlannedAction) or current.step is not planned.step:
+            why = current.reason if isinstance(current, Wait) else "no longer planned"
+            logger.info("re-planned %s on %s: %s", planned.step, planned.workload, why)
+            if isinstance(current, Wait) and current.refused:
+                self.recorder.record(
+                    RemediationEvent(
+                        planned.episode,
+                        planned.workload,
+                        planned.step,
                         StepOutcome.REFUSED,
                         now,
-                        action.policy,
+                        planned.policy,
                         f"re-checked before acting: {why}",
-                        labels=action.alert_labels,
-                        dedupe=True,
-                    )
-                return
-            action = current
-            if action.step is not LadderStep.RESTORE:  # idempotent: the first step opens it
-                first = min(
-                    (a.active_at for a in alerts if a.labels == action.alert_labels), default=now
+                        planned.alert_labels,
+                    ),
+                    dedupe=True,
                 )
-                self.ledger.open_episode(action.workload, action.episode, first, action.policy)
-            try:
-                result = self.executor.apply(action, fresh, now)
-            except Conflict as exc:
-                self.metrics.conflicts.inc()
-                logger.info(
-                    "conflict on %s: reading again and re-planning (%s)", action.workload, exc
-                )
-                continue
-            except NotFound:
-                logger.info("%s disappeared during %s: dropped", action.workload, action.step)
-                return
-            except Forbidden as exc:
-                self.metrics.api_forbidden.inc()
-                logger.error("forbidden: %s: grant the controller's ClusterRole this verb", exc)
-                self.record.failed(action, now, f"forbidden by RBAC: {exc}")
-                return
-            except GuardianError as exc:
-                self.record.failed(action, now, str(exc))
-                return
-            self.record.applied(action, fresh, now, result.outcome, result.message)
-            return
-        self.record.failed(action, now, f"gave up after {MAX_CONFLICT_RETRIES} conflicts")
+            return None
+        if current.step is not LadderStep.RESTORE:  # idempotent: the first step opens it
+            labels = current.alert_labels
+            first = min((a.active_at for a in alerts if a.labels == labels), default=now)
+            self.ledger.open_episode(current.workload, current.episode, first, current.policy)
+        return current, fresh
 
     def _close(self, ref: WorkloadRef, episode: str, snapshot: ClusterSnapshot, now: float) -> None:
         ws = snapshot.workloads.get(ref)

@@ -1,20 +1,38 @@
-"""Restore a reclaimed workload: ``guardian restore NAMESPACE/KIND/NAME``."""
+"""Restore a reclaimed workload: ``guardian restore NAMESPACE/KIND/NAME``.
+
+The restore is one more ladder step on the loop's own path (step_runner.py): read
+the workload, apply through the executor (which also posts the Event), retry a 409
+after reading again, and record the outcome in the ledger.
+"""
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from guardian.adapters.kube.executor import Executor
 from guardian.adapters.kube.reader import KubeReader
-from guardian.adapters.kube.rest import Conflict
-from guardian.adapters.ledger import EpisodeState, Ledger
+from guardian.adapters.kube.rest import KubeRest
+from guardian.adapters.ledger import Ledger
+from guardian.app.remediation.build import kube_api_client, state_database
+from guardian.app.remediation.metrics import RemediationMetrics
+from guardian.app.remediation.recording import StepRecorder
+from guardian.app.remediation.step_runner import Ready, StepRunner
 from guardian.model.labels import LabelSet
 from guardian.model.policies import Annotations
 from guardian.model.reclaim import PlannedAction
-from guardian.model.remediation_events import LadderStep, RemediationEvent, StepOutcome, WorkloadRef
-from guardian_common.errors import ConfigError, PermanentError, TransientError
+from guardian.model.remediation_events import LadderStep, WorkloadRef
+from guardian_common.errors import ConfigError, PermanentError
 
-logger = logging.getLogger(__name__)
+
+@dataclass(frozen=True)
+class RestoreRequest:
+    target: str  # NAMESPACE/KIND/NAME, KIND as kubectl accepts it
+    kubeconfig: str | None  # None: the in-cluster service account
+    state: str | None = None  # the state database to record in
+    config: str | None = None  # else the state_path of this controller config
+    dry_run: bool = False
 
 
 def parse_target(text: str, reader: KubeReader) -> WorkloadRef:
@@ -29,50 +47,54 @@ def parse_target(text: str, reader: KubeReader) -> WorkloadRef:
 def restore_workload(
     ref: WorkloadRef,
     reader: KubeReader,
-    executor: Executor,
-    ledger: Ledger | None,
+    steps: StepRunner,
     now: float,
     *,
     dry_run: bool = False,
     who: str = "guardian restore",
 ) -> str:
     """Restore ``ref``: exact replicas, unsuspend, clear our annotations, start a warm-up.
-    Retries a conflict after reading again; raises PermanentError if ``ref`` was not
-    reclaimed by us."""
-    for _ in range(3):
+    Returns what was done; raises PermanentError if ``ref`` was not reclaimed by us."""
+
+    def check() -> Ready:
         ws = reader.workload(ref)
         if Annotations.RECLAIMED_AT not in ws.annotations:
             raise PermanentError(
                 f"{ref} was not reclaimed by gpu-guardian (no {Annotations.RECLAIMED_AT} "
                 "annotation); nothing to restore"
             )
-        episode = ws.annotations.get(Annotations.EPISODE, "")
-        policy = ws.annotations.get(Annotations.RECLAIMED_BY, "")
         action = PlannedAction(
-            ref, LadderStep.RESTORE, policy, episode, f"requested by {who}", dry_run, LabelSet()
+            ref,
+            LadderStep.RESTORE,
+            ws.annotations.get(Annotations.RECLAIMED_BY, ""),
+            ws.annotations.get(Annotations.EPISODE, ""),
+            f"requested by {who}",
+            dry_run,
+            LabelSet(),
         )
-        try:
-            result = executor.apply(action, ws, now)
-        except Conflict:
-            logger.info("conflict restoring %s: reading again", ref)
-            continue
+        return action, ws
+
+    return steps.run(check, now).done().message
+
+
+def run_restore(
+    request: RestoreRequest, env: Mapping[str, str], now: float
+) -> tuple[WorkloadRef, str]:
+    """Build the clients, restore, close them: (the workload, what was done)."""
+    ledger: Ledger | None = None
+    api_client: Any = None
+    try:
+        path = state_database(request.state, request.config, env)
+        ledger = Ledger.open(path) if path else None
+        api_client = kube_api_client(request.kubeconfig)
+        rest = KubeRest(api_client)
+        reader = KubeReader(rest)
+        executor = Executor(rest, reader, instance="guardian-cli")
+        steps = StepRunner(executor, StepRecorder(ledger, RemediationMetrics()))
+        ref = parse_target(request.target, reader)
+        return ref, restore_workload(ref, reader, steps, now, dry_run=request.dry_run)
+    finally:
+        if api_client is not None:
+            api_client.close()
         if ledger is not None:
-            ledger.record(
-                RemediationEvent(
-                    episode=episode,
-                    workload=ref,
-                    step=LadderStep.RESTORE,
-                    outcome=result.outcome,
-                    at=now,
-                    policy=policy,
-                    reason=f"{result.message}: requested by {who}",
-                    alert_labels=LabelSet(),
-                    original_replicas=int(o)
-                    if (o := ws.annotations.get(Annotations.ORIGINAL_REPLICAS, "")).isdigit()
-                    else None,
-                )
-            )
-            if result.outcome is StepOutcome.APPLIED:
-                ledger.end_workload_episodes(ref, EpisodeState.RESTORED, now)
-        return result.message
-    raise TransientError(f"{ref} kept changing while restoring it; try again")
+            ledger.close()

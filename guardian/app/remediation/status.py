@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from guardian.adapters.kube.executor import restore_command
 from guardian.adapters.ledger import EpisodeState, Ledger
 from guardian.model.remediation_events import LadderStep, RemediationEvent, StepOutcome
 from guardian.model.times import rfc3339
+from guardian_common.errors import PermanentError
 
 
 @dataclass
@@ -104,7 +107,18 @@ def build_status(ledger: Ledger) -> StatusReport:
                 "policy": episode.policy,
                 "reclaimed_at": rfc3339(event.at) if event else "?",
                 "original_replicas": event.original_replicas if event else None,
-                "restore_command": f"guardian restore {ref.namespace}/{ref.kind}/{ref.name}",
+                "restore_command": restore_command(ref),
             }
         )
     return report
+
+
+def read_status(path: str) -> StatusReport:
+    """The report from the state database at ``path``, which must exist (never created)."""
+    if not Path(path).exists():
+        raise PermanentError(f"no state database at {path}")
+    ledger = Ledger.open(path)
+    try:
+        return build_status(ledger)
+    finally:
+        ledger.close()

@@ -15,7 +15,7 @@ from pydantic import Field, field_validator, model_validator
 
 from guardian.engine.notify.findings import FindingRules, PriceTable
 from guardian.engine.notify.routing import WEEKDAYS, MuteWindow, Routes
-from guardian_common.config_types import ConfigPath, Duration, StrictModel
+from guardian_common.config_types import Bool, ConfigPath, Duration, Float, Int, StrictModel
 from guardian_common.redact import redact_url
 
 Meaning = Literal["peak_utilization", "peak_memory_ratio", "none"]
@@ -112,10 +112,10 @@ class MuteWindowSettings(StrictModel):
 
 
 class GroupingSettings(StrictModel):
-    enabled: bool = True
+    enabled: Bool = True
     """Fold many new alerts of one rule and namespace into one message, so a node
     failure does not flood a channel."""
-    min_alerts: int = Field(default=5, ge=2)
+    min_alerts: Int = Field(default=5, ge=2)
     """New alerts of one rule and namespace in one cycle that make a group. 5: fewer
     still read well as separate messages."""
 
@@ -126,17 +126,17 @@ class PriceSettings(StrictModel):
 
     currency: str = "$"
     """Symbol put before amounts."""
-    default: float | None = Field(default=None, ge=0)
+    default: Float | None = Field(default=None, ge=0)
     """Price per GPU-hour of a model not in ``per_model``; unset: no cost is shown
     rather than a guessed one."""
-    per_model: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
+    per_model: dict[str, Annotated[Float, Field(ge=0)]] = Field(default_factory=dict)
     """Model name (or part of it) -> price per GPU-hour."""
 
 
 class DeliverySettings(StrictModel):
     post_interval: Duration = 1.1
     """Seconds between posts to one channel. 1.1s: Slack allows about one per second."""
-    rate_limit_retries: int = Field(default=1, ge=0, le=5)
+    rate_limit_retries: Int = Field(default=1, ge=0, le=5)
     """Retries of a 429 inside one call (after its Retry-After); later ones wait in the
     queue, so one rate-limited channel cannot hold the others up."""
     backoff_initial: Duration = 1.0
@@ -162,7 +162,7 @@ class DeliverySettings(StrictModel):
 
 
 class SlackSettings(StrictModel):
-    enabled: bool = True
+    enabled: Bool = True
     """Post at all; off keeps the section (and its validation) without posting."""
     mode: Literal["bot", "webhook"] = "bot"
     """"bot": chat.postMessage with threads and updates; "webhook": an incoming webhook,

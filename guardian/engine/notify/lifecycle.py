@@ -3,7 +3,7 @@
 One thread per episode (or per group of episodes): the first change posts the parent,
 every later change updates the parent and adds a history reply. In webhook mode nothing
 can be updated, so each change posts a fresh message with the whole state. Pure: the
-notifier service feeds in what it knows (announced? grouped?) and stores the ops.
+planner (``planner.py``) feeds in what it knows (announced? grouped?) and plans the ops.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from enum import StrEnum
 
 from guardian.model.alerts import AlertTransition, TransitionKind
 from guardian.model.notifications import Finding, GroupSummary, HistoryEntry, Phase
-from guardian.model.remediation_events import episode_id
+from guardian.model.remediation_events import RemediationEvent, episode_id
 
 
 class OpKind(StrEnum):
@@ -102,6 +102,15 @@ def plan_reminder(
 def transition_idem(t: AlertTransition) -> str:
     # An episode fires once and resolves once; a replayed transition maps to the same key.
     return f"{episode_id(t.labels, t.active_at)}:alert:{t.kind.value}"
+
+
+def event_idem(e: RemediationEvent) -> str:
+    # One outcome of one ladder step at one time; a replayed ledger event maps to the same key.
+    return f"{e.episode}:step:{e.step.value}:{e.outcome.value}:{e.at:.3f}"
+
+
+def unmute_idem(finding: Finding) -> str:
+    return f"{finding.episode}:unmute:{finding.updated_at:.3f}"
 
 
 def groups_in_cycle(

@@ -173,7 +173,7 @@ class _Reader:
             return parse_duration_ms(str(value))
         except ValueError as exc:
             self.fail(str(exc), path)
-            return 0
+            return default or 0  # reported once: not again as "must be greater than 0"
 
     def string_map(self, value: Any, path: Path) -> dict[str, str]:
         if value is None:
@@ -301,7 +301,7 @@ def parse_test_file(text: str, source: str) -> UnitTestFile:
         doc = parse_yaml(text, source)
     except ConfigError as exc:
         raise ConfigErrors([exc]) from exc
-    reader = _Reader(doc, _plain_scalars(yaml.compose(text, Loader=yaml.SafeLoader), (), {}))
+    reader = _Reader(doc, _plain_scalars(doc.node, (), {}))
     top = reader.mapping(
         doc.data,
         (),

@@ -20,22 +20,37 @@ from guardian.model.remediation_events import WorkloadRef
 from guardian.model.times import parse_rfc3339, rfc3339
 
 
+def is_pipeline(labels: Mapping[str, str]) -> bool:
+    """Rules and alerts labelled ``guardian_class: pipeline`` watch the metrics pipeline."""
+    return labels.get("guardian_class") == "pipeline"
+
+
 def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("true", "yes", "1")
+
+
+_HELD = {Annotations.EXCLUDE_UNTIL: "excluded", Annotations.SNOOZE_UNTIL: "snoozed"}
+
+
+def _held_until(annotations: Mapping[str, str], key: str, where: str, now: float) -> str | None:
+    """``key`` holds a time: until then (or forever, if unreadable) nothing may happen."""
+    raw = annotations.get(key)
+    if raw is None:
+        return None
+    what = _HELD[key]
+    until = parse_rfc3339(raw)
+    if until is None:
+        # A typo must not turn an opt-out into an opt-in.
+        return f"{where} has an unreadable {key} ({raw!r}): {what}"
+    if until > now:
+        return f"{where} is {what} until {rfc3339(until)}"
+    return None
 
 
 def _annotation_exclusion(annotations: Mapping[str, str], where: str, now: float) -> str | None:
     if _truthy(annotations.get(Annotations.EXCLUDE)):
         return f"{where} has {Annotations.EXCLUDE}=true"
-    raw = annotations.get(Annotations.EXCLUDE_UNTIL)
-    if raw is not None:
-        until = parse_rfc3339(raw)
-        if until is None:
-            # A typo must not turn an opt-out into an opt-in.
-            return f"{where} has an unreadable {Annotations.EXCLUDE_UNTIL} ({raw!r}): excluded"
-        if until > now:
-            return f"{where} is excluded until {rfc3339(until)}"
-    return None
+    return _held_until(annotations, Annotations.EXCLUDE_UNTIL, where, now)
 
 
 def exclusion_requested(
@@ -46,18 +61,6 @@ def exclusion_requested(
     if found is None and namespace is not None:
         found = _annotation_exclusion(namespace.annotations, f"namespace {namespace.name}", now)
     return found
-
-
-def _snoozed(annotations: Mapping[str, str], where: str, now: float) -> str | None:
-    raw = annotations.get(Annotations.SNOOZE_UNTIL)
-    if raw is None:
-        return None
-    until = parse_rfc3339(raw)
-    if until is None:
-        return f"{where} has an unreadable {Annotations.SNOOZE_UNTIL} ({raw!r}): snoozed"
-    if until > now:
-        return f"{where} is snoozed until {rfc3339(until)}"
-    return None
 
 
 def exclusion_reason(
@@ -75,9 +78,10 @@ def exclusion_reason(
         return f"namespace {ns} is the controller's own"
     found = exclusion_requested(workload, namespace, now)
     if found is None:
-        found = _snoozed(workload.annotations, "the workload", now)
+        found = _held_until(workload.annotations, Annotations.SNOOZE_UNTIL, "the workload", now)
     if found is None and namespace is not None:
-        found = _snoozed(namespace.annotations, f"namespace {ns}", now)
+        where = f"namespace {ns}"
+        found = _held_until(namespace.annotations, Annotations.SNOOZE_UNTIL, where, now)
     if found is None and policy is not None:
         excl = policy.spec.exclusions
         if ns in excl.namespaces:

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from guardian.engine.remediation.guards import (
     episode_over,
     exclusion_reason,
     exclusion_requested,
+    is_pipeline,
     pipeline_reason,
     read_error,
     restarted_by_hand,
@@ -31,6 +31,7 @@ from guardian.model.reclaim import (
     FiringAlert,
     GroupHealth,
     LedgerView,
+    NamespaceState,
     Plan,
     PlannedAction,
     Wait,
@@ -49,10 +50,6 @@ class PlannerSettings:
     pipeline_groups: tuple[str, ...] = ()  # rule groups whose health every action needs
 
 
-def _is_pipeline(alert: FiringAlert) -> bool:
-    return alert.labels.get("guardian_class") == "pipeline"
-
-
 def workload_episode(ref: WorkloadRef, started_at: float) -> str:
     """One episode per workload: the same ID whoever computes it from the same start."""
     identity = LabelSet(
@@ -61,15 +58,40 @@ def workload_episode(ref: WorkloadRef, started_at: float) -> str:
     return episode_id(identity, started_at)
 
 
-@dataclass(frozen=True)
-class _Common:
-    policy: str
-    episode: str
-    alert_labels: LabelSet
+def _earliest(alerts: Iterable[FiringAlert]) -> FiringAlert:
+    return min(alerts, key=lambda a: (a.active_at, a.labels.items_sorted))
 
-    @property
-    def kw(self) -> dict[str, Any]:
-        return {"policy": self.policy, "episode": self.episode, "alert_labels": self.alert_labels}
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A workload a policy acts on, in its episode: its steps and waits are planned from it."""
+
+    ws: WorkloadState
+    policy: ReclaimPolicy
+    episode: str
+    alert: FiringAlert  # the earliest matched alert: its labels go with every step
+    dry_run: bool
+
+    def step(
+        self, step: LadderStep, reason: str, nxt: LadderStep | None = None, due: float | None = None
+    ) -> PlannedAction:
+        spec = self.policy.spec
+        return PlannedAction(
+            self.ws.ref,
+            step,
+            self.policy.name,
+            self.episode,
+            reason,
+            self.dry_run,
+            self.alert.labels,
+            nxt,
+            due,
+            hpa_record=self.ws.hpa is not None and spec.hpa is HpaPolicy.RECORD,
+            delete_pod=self.ws.action is ActionKind.POD and spec.allow_pod_deletion,
+        )
+
+    def wait(self, reason: str, *, refused: bool = True) -> Wait:
+        return Wait(self.ws.ref, reason, self.policy.name, self.episode, self.alert.labels, refused)
 
 
 @dataclass
@@ -106,31 +128,6 @@ class _Planner:
         switch = ns is not None and (ns.annotations.get(Annotations.KILL_SWITCH, "") == "true")
         self.kill_switch = settings.kill_switch or switch
 
-    def wait(
-        self,
-        ref: WorkloadRef | None,
-        reason: str,
-        *,
-        refused: bool = True,
-        policy: str = "",
-        episode: str = "",
-        alert_labels: LabelSet | None = None,
-        next_step: LadderStep | None = None,
-        next_step_due: float | None = None,
-    ) -> None:
-        self.waits.append(
-            Wait(
-                ref,
-                reason,
-                policy,
-                episode,
-                alert_labels if alert_labels is not None else LabelSet(),
-                refused,
-                next_step,
-                next_step_due,
-            )
-        )
-
     # ---------------------------------------------------------------- restore
     def restores(self) -> None:
         for ref, ws in sorted(self.snapshot.workloads.items(), key=lambda kv: str(kv[0])):
@@ -142,7 +139,7 @@ class _Planner:
             if why is None:
                 continue
             if self.kill_switch:
-                self.wait(ref, "kill switch is on: not restoring")
+                self.waits.append(Wait(ref, "kill switch is on: not restoring"))
                 continue
             episode = ws.annotations.get(Annotations.EPISODE, "")
             self.actions.append(
@@ -163,142 +160,127 @@ class _Planner:
         if ws is None:
             failed = read_error(self.snapshot, ref)
             if failed is not None:
-                self.wait(ref, f"could not read the workload: {failed}")
+                self.waits.append(Wait(ref, f"could not read the workload: {failed}"))
             else:
-                self.wait(ref, "workload not found in the cluster (deleted?)", refused=False)
+                gone = "workload not found in the cluster (deleted?)"
+                self.waits.append(Wait(ref, gone, refused=False))
             return
         namespace = self.snapshot.namespaces.get(ref.namespace)
-        labels = min(alerts, key=lambda a: (a.active_at, a.labels.items_sorted)).labels
+        labels = _earliest(alerts).labels
         if namespace is None:
             # Its exclusion annotations are unknown: never act on what we could not read.
-            self.wait(ref, f"namespace {ref.namespace} could not be read", alert_labels=labels)
+            unread = f"namespace {ref.namespace} could not be read"
+            self.waits.append(Wait(ref, unread, alert_labels=labels))
             return
         chosen = select_policy(self.policies, alerts, ws, namespace)
         if chosen is None:
-            self.wait(ref, "no policy matches", refused=False, alert_labels=labels)
+            self.waits.append(Wait(ref, "no policy matches", alert_labels=labels, refused=False))
             return
         policy, matched = chosen
-        first = min(matched, key=lambda a: (a.active_at, a.labels.items_sorted))
-        labels = first.labels
+        first = _earliest(matched)
         opened = self.ledger.open_episodes.get(ref)
         episode = opened[0] if opened else workload_episode(ref, first.active_at)
-        common = _Common(policy.name, episode, labels)
+        dry_run = self.settings.dry_run or policy.spec.mode is Mode.OBSERVE
+        candidate = _Candidate(ws, policy, episode, first, dry_run)
         if Annotations.RECLAIMED_AT in ws.annotations:
-            self.wait(ref, "already reclaimed; waiting for a restore", refused=False, **common.kw)
+            reclaimed = "already reclaimed; waiting for a restore"
+            self.waits.append(candidate.wait(reclaimed, refused=False))
             return
+        why = self.guard(candidate, namespace, matched)
+        if why is not None:
+            self.waits.append(candidate.wait(why))
+            return
+        self.next_step(candidate)
+
+    def guard(
+        self, c: _Candidate, namespace: NamespaceState, matched: Sequence[FiringAlert]
+    ) -> str | None:
+        """Why no step may touch ``c`` now (exclusions, pipeline health, warm-up), or None."""
+        settings = self.settings
         why = (
-            exclusion_reason(ws, namespace, policy, self.snapshot.controller_namespace, self.now)
+            exclusion_reason(
+                c.ws, namespace, c.policy, self.snapshot.controller_namespace, self.now
+            )
             or pipeline_reason(
                 matched,
                 self.pipeline_alerts,
                 self.health,
-                self.settings.pipeline_groups,
+                settings.pipeline_groups,
                 self.now,
-                self.settings.max_health_age,
+                settings.max_health_age,
             )
-            or warmup_reason(ws, policy.spec.warmup, self.now)
+            or warmup_reason(c.ws, c.policy.spec.warmup, self.now)
         )
         if why is None and self.kill_switch:
             why = "kill switch is on: no actions"
-        if why is not None:
-            self.wait(ref, why, **common.kw)
-            return
-        dry_run = self.settings.dry_run or policy.spec.mode is Mode.OBSERVE
-        self.next_step(ws, policy, episode, labels, dry_run, first)
+        return why
 
-    def _done(self, ws: WorkloadState, episode: str, dry_run: bool) -> dict[LadderStep, float]:
-        done = self.ledger.steps(episode, real=not dry_run)
+    def _done(self, c: _Candidate) -> dict[LadderStep, float]:
+        done = self.ledger.steps(c.episode, real=not c.dry_run)
         # State lives on the object: an annotate the ledger missed (crash) still counts.
-        if ws.annotations.get(Annotations.EPISODE) == episode and not dry_run:
-            flagged = parse_rfc3339(ws.annotations.get(Annotations.FLAGGED_AT))
+        if c.ws.annotations.get(Annotations.EPISODE) == c.episode and not c.dry_run:
+            flagged = parse_rfc3339(c.ws.annotations.get(Annotations.FLAGGED_AT))
             if flagged is not None:
                 done.setdefault(LadderStep.ANNOTATE, flagged)
         return done
 
-    def next_step(
-        self,
-        ws: WorkloadState,
-        policy: ReclaimPolicy,
-        episode: str,
-        labels: LabelSet,
-        dry_run: bool,
-        alert: FiringAlert,
-    ) -> None:
-        ref, ladder = ws.ref, policy.spec.ladder
-        common = _Common(policy.name, episode, labels)
-        done = self._done(ws, episode, dry_run)
+    def next_step(self, c: _Candidate) -> None:
+        ladder = c.policy.spec.ladder
+        done = self._done(c)
         if any(at >= self.now for at in done.values()):
-            self.wait(ref, "one ladder step per cycle", refused=False, **common.kw)
+            self.waits.append(c.wait("one ladder step per cycle", refused=False))
             return
         if LadderStep.RECLAIM in done:
             # Only a dry-run reclaim leaves the workload running: say it once per episode.
-            self.wait(
-                ref,
-                "reclaim already done (or planned in dry-run) in this episode",
-                refused=False,
-                **common.kw,
-            )
+            again = "reclaim already done (or planned in dry-run) in this episode"
+            self.waits.append(c.wait(again, refused=False))
             return
         notified = done.get(LadderStep.NOTIFY)
         due = (notified if notified is not None else self.now) + ladder.grace_period
         reclaim_next = LadderStep.RECLAIM if ladder.reclaim else None
-
-        def act(step: LadderStep, reason: str, nxt: LadderStep | None, at: float | None) -> None:
-            self.actions.append(
-                PlannedAction(
-                    ref,
-                    step,
-                    policy.name,
-                    episode,
-                    reason,
-                    dry_run,
-                    labels,
-                    nxt,
-                    at,
-                    hpa_record=ws.hpa is not None and policy.spec.hpa is HpaPolicy.RECORD,
-                    delete_pod=ws.action is ActionKind.POD and policy.spec.allow_pod_deletion,
-                )
-            )
-
-        evidence = f"{alert.alertname} firing since {rfc3339(alert.active_at)}"
+        evidence = f"{c.alert.alertname} firing since {rfc3339(c.alert.active_at)}"
         if ladder.notify and notified is None:
             nxt = LadderStep.ANNOTATE if ladder.annotate else reclaim_next
-            act(LadderStep.NOTIFY, f"{evidence}; policy {policy.name}", nxt, due)
+            reason = f"{evidence}; policy {c.policy.name}"
+            self.actions.append(c.step(LadderStep.NOTIFY, reason, nxt, due))
             return
         if ladder.annotate and LadderStep.ANNOTATE not in done:
-            act(LadderStep.ANNOTATE, f"{evidence}; flagged", reclaim_next, due)
-            return
-        if not ladder.reclaim:
-            self.wait(ref, "the policy's ladder ends before reclaim", refused=False, **common.kw)
-            return
-        if notified is None or self.now < due:
-            self.wait(
-                ref,
-                f"grace period: reclaim due at {rfc3339(due)}",
-                refused=False,
-                next_step=LadderStep.RECLAIM,
-                next_step_due=due,
-                **common.kw,
+            self.actions.append(
+                c.step(LadderStep.ANNOTATE, f"{evidence}; flagged", reclaim_next, due)
             )
             return
-        refusal = self.reclaim_refusal(ws, policy, dry_run)
+        if not ladder.reclaim:
+            self.waits.append(c.wait("the policy's ladder ends before reclaim", refused=False))
+            return
+        if notified is None or self.now < due:
+            self.waits.append(
+                Wait(
+                    c.ws.ref,
+                    f"grace period: reclaim due at {rfc3339(due)}",
+                    c.policy.name,
+                    c.episode,
+                    c.alert.labels,
+                    refused=False,
+                    next_step=LadderStep.RECLAIM,
+                    next_step_due=due,
+                )
+            )
+            return
+        grace = f"grace {ladder.grace_period:.0f}s over"
+        self.reclaim(c, f"{evidence}; notified at {rfc3339(notified)}, {grace}")
+
+    def reclaim(self, c: _Candidate, reason: str) -> None:
+        refusal = self.reclaim_refusal(c)
         if refusal is not None:
-            self.wait(ref, refusal, **common.kw)
+            self.waits.append(c.wait(refusal))
             return
         self.cycle.reclaims += 1
-        self.cycle.per_policy[policy.name] += 1
-        self.cycle.per_namespace[ref.namespace] += 1
-        act(
-            LadderStep.RECLAIM,
-            f"{evidence}; notified at {rfc3339(notified)}, grace {ladder.grace_period:.0f}s over",
-            None,
-            None,
-        )
+        self.cycle.per_policy[c.policy.name] += 1
+        self.cycle.per_namespace[c.ws.ref.namespace] += 1
+        self.actions.append(c.step(LadderStep.RECLAIM, reason))
 
-    def reclaim_refusal(
-        self, ws: WorkloadState, policy: ReclaimPolicy, dry_run: bool
-    ) -> str | None:
-        spec = policy.spec
+    def reclaim_refusal(self, c: _Candidate) -> str | None:
+        ws, spec, name = c.ws, c.policy.spec, c.policy.name
         if ws.action is ActionKind.NONE:
             return f"{ws.ref.kind} has no replica count we can set: annotate and notify only"
         if ws.action is ActionKind.POD and not spec.allow_pod_deletion:
@@ -315,10 +297,10 @@ class _Planner:
             return "notebook already stopped"
         if self.cycle.reclaims >= self.settings.max_actions_per_cycle:
             return f"limit: {self.settings.max_actions_per_cycle} reclaims per cycle reached"
-        if self.cycle.per_policy[policy.name] >= spec.limits.per_cycle:
-            return f"limit: policy {policy.name} allows {spec.limits.per_cycle} reclaims per cycle"
+        if self.cycle.per_policy[name] >= spec.limits.per_cycle:
+            return f"limit: policy {name} allows {spec.limits.per_cycle} reclaims per cycle"
         ns = ws.ref.namespace
-        recent = self.ledger.reclaims_since(ns, self.now - 3600.0, real=not dry_run)
+        recent = self.ledger.reclaims_since(ns, self.now - 3600.0, real=not c.dry_run)
         if recent + self.cycle.per_namespace[ns] >= spec.limits.per_namespace_per_hour:
             return (
                 f"limit: {spec.limits.per_namespace_per_hour} reclaims per hour in namespace {ns}"
@@ -333,14 +315,14 @@ def _by_root(
     for alert in alerts:
         ns, pod = alert.labels.get("namespace"), alert.labels.get("pod")
         if not ns or not pod:
-            planner.wait(
-                None, f"{alert.alertname} has no namespace/pod labels", alert_labels=alert.labels
-            )
+            unlabelled = f"{alert.alertname} has no namespace/pod labels"
+            planner.waits.append(Wait(None, unlabelled, alert_labels=alert.labels))
             continue
         owner = snapshot.pod_owners.get((ns, pod))
         if owner is None or owner.root is None:
             why = owner.error if owner is not None and owner.error else "pod not found"
-            planner.wait(None, f"pod {ns}/{pod}: {why}", alert_labels=alert.labels, refused=False)
+            unowned = f"pod {ns}/{pod}: {why}"
+            planner.waits.append(Wait(None, unowned, alert_labels=alert.labels, refused=False))
             continue
         roots[owner.root].append(alert)  # shared roots are deduplicated here
     return roots
@@ -358,10 +340,10 @@ def plan(
 ) -> Plan:
     """The plan for this cycle. Only firing, non-pipeline alerts start or advance a ladder."""
     settings = settings or PlannerSettings()
-    pipeline = [a for a in alerts if _is_pipeline(a)]
+    pipeline = [a for a in alerts if is_pipeline(a.labels)]
     planner = _Planner(policies, snapshot, ledger, now, health or {}, settings, pipeline)
     planner.restores()
-    firing = [a for a in alerts if a.firing and not _is_pipeline(a)]
+    firing = [a for a in alerts if a.firing and not is_pipeline(a.labels)]
     roots = _by_root(firing, snapshot, planner)
     for ref in sorted(roots, key=str):
         planner.workload(ref, roots[ref])

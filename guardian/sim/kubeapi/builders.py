@@ -221,3 +221,15 @@ def lease(
         "metadata": _meta(name, namespace, None, None),
         "spec": spec,
     }
+
+
+def hpa(target: Mapping[str, Any], *, min_replicas: int = 1, max_replicas: int = 4) -> Obj:
+    """An ``autoscaling/v2`` HorizontalPodAutoscaler of the same name that scales ``target``."""
+    meta = target["metadata"]
+    ref = {"apiVersion": target["apiVersion"], "kind": target["kind"], "name": meta["name"]}
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": _meta(meta["name"], meta.get("namespace"), None, None),
+        "spec": {"scaleTargetRef": ref, "minReplicas": min_replicas, "maxReplicas": max_replicas},
+    }

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from guardian.sim.kubeapi import errors
-from guardian.sim.kubeapi.patch import apply_patch
+from guardian.sim.kubeapi.patch import merge_patch, require_merge_patch
 from guardian.sim.kubeapi.resources import ResourceType, ScaleSpec
 from guardian.sim.kubeapi.selectors import compile_filter, field_value, selector_to_string
 from guardian.sim.kubeapi.store import Obj, Store
@@ -90,16 +90,14 @@ def handle(store: Store, route: ResourceRoute, verb: str, request: Request) -> R
         )
         return Reply(201 if was_created else 200, obj)
     if verb == "patch":
-        rtype = route.rtype
+        require_merge_patch(request.content_type)
 
         def change(current: Obj) -> Obj:
-            result = apply_patch(
-                request.content_type or "", current, request.body, custom=rtype.custom
-            )
+            result = merge_patch(current, request.body)
             return result if isinstance(result, dict) else {}
 
         patched = store.mutate(
-            rtype,
+            route.rtype,
             route.scope_namespace,
             _name(route),
             change,
@@ -277,6 +275,8 @@ def _scale(store: Store, route: ResourceRoute, verb: str, request: Request, dry_
         return Reply(200, scale_of(rtype, store.get(rtype, route.scope_namespace, name)))
     if verb not in ("update", "patch"):
         raise errors.ApiError(405, f"verb {verb} is not supported on {rtype.plural}/scale")
+    if verb == "patch":
+        require_merge_patch(request.content_type)
 
     def change(current: Obj) -> Obj:
         if verb == "update":
@@ -284,9 +284,7 @@ def _scale(store: Store, route: ResourceRoute, verb: str, request: Request, dry_
             if not isinstance(wanted, dict) or wanted.get("kind") not in (None, "Scale"):
                 raise errors.bad_request("the request body must be an autoscaling/v1 Scale")
         else:
-            wanted = apply_patch(
-                request.content_type or "", scale_of(rtype, current), request.body, custom=False
-            )
+            wanted = merge_patch(scale_of(rtype, current), request.body)
         replicas = _path(wanted, "spec.replicas")
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
             raise errors.invalid(

@@ -24,10 +24,9 @@ class ScaleSpec:
 class ResourceType:
     """One served resource, e.g. ``apps/v1 deployments``.
 
-    ``group`` is ``""`` for the core API. ``custom`` marks a custom resource:
-    it rejects strategic merge patches with 415, as the real server does.
-    ``has_status`` means status is a subresource: writes to the main resource
-    keep the stored status, writes to ``/status`` keep everything else.
+    ``group`` is ``""`` for the core API. ``has_status`` means status is a
+    subresource: writes to the main resource keep the stored status, writes to
+    ``/status`` keep everything else.
     """
 
     group: str
@@ -38,7 +37,6 @@ class ResourceType:
     short_names: tuple[str, ...] = ()
     has_status: bool = True
     scale: ScaleSpec | None = None
-    custom: bool = False
     # PUT to a missing object creates it (true for Leases and Events upstream).
     create_on_update: bool = False
     categories: tuple[str, ...] = ()
@@ -146,7 +144,7 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
     ResourceType(
         "coordination.k8s.io", "v1", "Lease", "leases", has_status=False, create_on_update=True
     ),
-    ResourceType("kubeflow.org", "v1", "Notebook", "notebooks", custom=True),
+    ResourceType("kubeflow.org", "v1", "Notebook", "notebooks"),
 )
 
 

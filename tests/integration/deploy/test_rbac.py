@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client
 
 from exporter.adapters.kube_pods import PodWatcher
 from guardian.adapters.kube.executor import Executor
@@ -30,25 +29,17 @@ from guardian.model.reclaim import ActionKind, PlannedAction
 from guardian.model.remediation_events import LadderStep, WorkloadRef
 from guardian.sim.kubeapi import FakeKubeAPI, ResourceType, ScaleSpec
 from guardian.sim.kubeapi import builders as b
+from tests.plugins.kube_fixture import LWS, ManualClock
 
 from .conftest import Build, Obj
 
 NS = "gpu-guardian"
 NOW = 1_700_000_000.0
-LWS = ResourceType(
-    "leaderworkerset.x-k8s.io",
-    "v1",
-    "LeaderWorkerSet",
-    "leaderworkersets",
-    custom=True,
-    scale=ScaleSpec(label_selector="status.hpaPodSelector"),
-)
 ROLLOUT = ResourceType(
     "argoproj.io",
     "v1alpha1",
     "Rollout",
     "rollouts",
-    custom=True,
     scale=ScaleSpec(label_selector="status.selector"),
 )
 MUTATING = {"create", "update", "patch", "delete", "deletecollection"}
@@ -158,18 +149,7 @@ def _seed(kube: FakeKubeAPI) -> list[tuple[str, str]]:
     dep = kube.create(b.deployment("train", "ml", replicas=2))
     rs = kube.create(b.replicaset("train-abc", "ml", owners=[b.owner_reference(dep)]))
     kube.create(b.pod("train-abc-1", "ml", owners=[b.owner_reference(rs)]))
-    kube.create(
-        {
-            "apiVersion": "autoscaling/v2",
-            "kind": "HorizontalPodAutoscaler",
-            "metadata": {"name": "train", "namespace": "ml"},
-            "spec": {
-                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "train"},
-                "minReplicas": 2,
-                "maxReplicas": 4,
-            },
-        }
-    )
+    kube.create(b.hpa(dep, min_replicas=2, max_replicas=4))
     bare_rs = kube.create(b.replicaset("batch", "ml"))
     kube.create(b.pod("batch-1", "ml", owners=[b.owner_reference(bare_rs)]))
     sts = kube.create(b.statefulset("db", "ml"))
@@ -199,23 +179,13 @@ def _seed(kube: FakeKubeAPI) -> list[tuple[str, str]]:
 
 
 @pytest.fixture
-def kube() -> Iterator[FakeKubeAPI]:
-    def clock() -> datetime:
-        return datetime.fromtimestamp(NOW - 86_400, tz=UTC)
-
-    with FakeKubeAPI.start(
-        clock=clock, namespaces=("default", "kube-system", NS), extra_resources=[LWS, ROLLOUT]
-    ) as api:
-        yield api
+def kube_clock() -> ManualClock:
+    return ManualClock(datetime.fromtimestamp(NOW - 86_400, tz=UTC))
 
 
 @pytest.fixture
-def api_client(kube: FakeKubeAPI, tmp_path: Path) -> Iterator[Any]:
-    api = config.new_client_from_config(config_file=str(kube.write_kubeconfig(tmp_path / "kc")))
-    try:
-        yield api
-    finally:
-        api.close()
+def kube_resources() -> Sequence[ResourceType]:
+    return (LWS, ROLLOUT)
 
 
 def _accesses(kube: FakeKubeAPI) -> list[Access]:

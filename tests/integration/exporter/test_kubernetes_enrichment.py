@@ -27,22 +27,40 @@ GPU_B = "GPU-7d3b9b5f-4a2c-4d3e-8f90-1b2c3d4e5f60"  # index 1
 TRAIN = "3f6e1a2b-7c8d-4e9f-a0b1-c2d3e4f5a6b7"
 NOTEBOOK = "5a4b3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d"
 INFERENCE = "8c7b6a59-4837-4261-9504-a3b2c1d0e9f8"
+# Container IDs of those processes, which the pods' statuses list under their names.
+TRAIN_ID = "9a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9"
+NOTEBOOK_ID = "1f2e3d4c5b6a79880a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f"
+INFERENCE_ID = "2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a"
 GROUP = "gpu-guardian.io/group"
 
 
-def _pod(name: str, uid: str | None, labels: dict[str, str], gpus: int = 1) -> dict[str, Any]:
+def _pod(
+    name: str,
+    uid: str | None,
+    labels: dict[str, str],
+    gpus: int = 1,
+    container: tuple[str, str | None] = ("main", None),
+) -> dict[str, Any]:
     pod = b.pod(name, "ml", node=NODE, labels=labels, gpus=gpus)
     if uid is not None:
         pod["metadata"]["uid"] = uid
+    container_name, container_id = container
+    pod["spec"]["containers"][0]["name"] = container_name
+    if container_id is not None:
+        pod["status"]["containerStatuses"] = [
+            {"name": container_name, "containerID": f"containerd://{container_id}"}
+        ]
     return pod
 
 
 @pytest.fixture
 def kube() -> Iterator[FakeKubeAPI]:
     with FakeKubeAPI.start(bookmark_interval_s=0.5) as api:
-        api.create(_pod("train-0", TRAIN, {GROUP: "vision", "team": "ml", "secret": "x"}))
-        api.create(_pod("notebook-0", NOTEBOOK, {"app": "jupyter"}))
-        api.create(_pod("infer-0", INFERENCE, {GROUP: "search"}))
+        train_labels = {GROUP: "vision", "team": "ml", "secret": "x"}
+        api.create(_pod("train-0", TRAIN, train_labels, container=("main", TRAIN_ID)))
+        # The notebook's status does not list its container yet.
+        api.create(_pod("notebook-0", NOTEBOOK, {"app": "jupyter"}, container=("nb", None)))
+        api.create(_pod("infer-0", INFERENCE, {GROUP: "search"}, container=("srv", INFERENCE_ID)))
         api.create(_pod("idle-0", None, {GROUP: "vision"}, gpus=2))
         api.create(b.pod("elsewhere-0", "ml", node="other-node", labels={GROUP: "x"}))
         yield api
@@ -128,6 +146,53 @@ def test_pod_series_carry_names_group_cluster_and_allowlisted_labels(
     }
     unallocated = [(lbl["pod"], lbl["uuid"]) for lbl, _ in got["guardian_pod_gpu_unallocated_use"]]
     assert unallocated == [("infer-0", GPU_B)]
+
+
+def test_every_series_carries_the_cluster_and_containers_are_named_as_in_allocations(
+    exporter_process: Callable[..., Running],
+    kube: FakeKubeAPI,
+    kubelet: FakeKubelet,
+    tmp_path: Path,
+) -> None:
+    running = _serve(exporter_process, kube, tmp_path, kubelet.socket_path)
+    got = running.wait_for(
+        lambda s: (
+            _by_pod(s, "guardian_pod_gpu_memory_used_bytes").get("train-0", {}).get("container")
+            == "main"
+        )
+    )
+
+    for name, samples in got.items():
+        for labels, _ in samples:
+            assert (labels.get("cluster"), labels.get("node")) == ("prod", NODE), name
+    pods = _by_pod(got, "guardian_pod_gpu_memory_used_bytes")
+    named = {pod: (lbl["container"], lbl["container_id"]) for pod, lbl in pods.items()}
+    assert named == {
+        "train-0": ("main", TRAIN_ID),
+        "notebook-0": ("", NOTEBOOK_ID),  # not in its status yet: no name, and never the ID
+        "infer-0": ("srv", INFERENCE_ID),
+    }
+    # Pod series now join allocation series on (namespace, pod, container).
+    allocated = {
+        (lbl["namespace"], lbl["pod"], lbl["container"])
+        for lbl, _ in got["guardian_pod_gpu_allocated"]
+    }
+    assert ("ml", "train-0", "main") in allocated
+    assert ("ml", "infer-0", "srv") in allocated
+    [unallocated] = [lbl for lbl, _ in got["guardian_pod_gpu_unallocated_use"]]
+    assert (unallocated["container"], unallocated["container_id"]) == ("srv", INFERENCE_ID)
+
+    # The kubelet reports the notebook's container: its name follows with the watch event.
+    status = {"containerStatuses": [{"name": "nb", "containerID": f"containerd://{NOTEBOOK_ID}"}]}
+    kube.patch("Pod", "notebook-0", {"status": status}, namespace="ml")
+    got = running.wait_for(
+        lambda s: (
+            _by_pod(s, "guardian_pod_gpu_memory_used_bytes")["notebook-0"]["container"] == "nb"
+        )
+    )
+    assert _by_pod(got, "guardian_pod_gpu_memory_used_bytes")["notebook-0"]["container_id"] == (
+        NOTEBOOK_ID
+    )
 
 
 def test_api_outage_keeps_serving_and_reports_kube_down(

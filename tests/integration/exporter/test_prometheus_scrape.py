@@ -66,3 +66,34 @@ def test_prometheus_scrapes_per_pod_series_and_busy_counter(
     )
     info = prom_get(prom.url, "/api/v1/query", query="guardian_gpu_info")["result"]
     assert {i["metric"]["node"] for i in info} == {"gpu-node-1"}
+
+
+def test_with_a_cluster_name_device_and_pod_series_join_on_cluster(
+    exporter_process: Callable[..., Running], prometheus: Any
+) -> None:
+    running = exporter_process(
+        "--backend", "simulated", "--scenario", str(SCENARIOS / "shared-node.yaml"),
+        "--interval", "0.5", "--cluster-name", "prod-eu", env={"NODE_NAME": "gpu-node-1"},
+    )  # fmt: skip
+    prom = prometheus(
+        scrape_interval="1s",
+        scrape_configs=[
+            {
+                "job_name": "guardian-exporter",
+                "honor_labels": True,
+                "static_configs": [{"targets": [running.url.removeprefix("http://")]}],
+            }
+        ],
+    )
+    # The packs join device and pod series this way (GpuIdle, GpuMemoryUnderutilized).
+    joined = wait_query(
+        prom.url,
+        "guardian_gpu_memory_used_bytes * on (cluster, node, uuid) group_right ()"
+        " count by (cluster, node, uuid) (guardian_pod_gpu_memory_used_bytes)",
+        lambda r: len(r) == 2,
+    )
+    assert {j["metric"]["cluster"] for j in joined} == {"prod-eu"}
+    unlabelled = prom_get(
+        prom.url, "/api/v1/query", query='count({__name__=~"guardian_.+", cluster!="prod-eu"})'
+    )["result"]
+    assert unlabelled == []

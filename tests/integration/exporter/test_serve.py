@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import signal
+import subprocess
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -10,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from exporter.sim.stubnvml import SCENARIO_ENV
-from tests.integration.exporter.conftest import Running, Series
+from tests.integration.exporter.conftest import EXPORTER, Running, Series
 
 pytestmark = pytest.mark.e2e
 
@@ -58,6 +60,52 @@ def test_simulated_scenario_serves_real_metrics_and_stops_on_sigterm(
     assert running.get("/healthz")[0] == 200
     running.proc.send_signal(signal.SIGTERM)
     assert running.proc.wait(10) == 0
+
+
+def test_cluster_name_is_on_every_series_also_without_kubernetes(
+    exporter_process: Callable[..., Running],
+) -> None:
+    running = exporter_process(
+        "--backend", "simulated", "--scenario", str(SCENARIOS / "shared-node.yaml"),
+        "--interval", "0.5", "--kubernetes", "off", "--cluster-name", "prod-eu",
+        env={"NODE_NAME": "gpu-node-1"},
+    )  # fmt: skip
+    got = running.wait_for(lambda s: "guardian_gpu_busy_seconds_total" in s)
+    assert {"guardian_gpu_info", "guardian_pod_gpu_memory_used_bytes"} <= names(got)
+    assert "guardian_exporter_nvml_up" in names(got)
+    for name, samples in got.items():
+        for labels, _ in samples:
+            assert (labels.get("cluster"), labels.get("node")) == ("prod-eu", "gpu-node-1"), name
+    # No pod names without the API: containers are told apart by their ID alone.
+    pods = got["guardian_pod_gpu_memory_used_bytes"]
+    assert {lbl["container"] for lbl, _ in pods} == {""}
+    assert {lbl["container_id"] for lbl, _ in pods} == {
+        "9a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9",
+        "1f2e3d4c5b6a79880a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f",
+        "2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a",
+    }
+
+
+def test_cluster_name_is_on_the_health_series_while_nvml_is_down(
+    exporter_process: Callable[..., Running], tmp_path: Path
+) -> None:
+    running = exporter_process(
+        "--backend", "nvml", "--interval", "0.3", "--cluster-name", "prod-eu",
+        env={"LD_LIBRARY_PATH": str(tmp_path), "NODE_NAME": "gpu-node-1"},
+    )  # fmt: skip
+    got = running.series()
+    assert value(got, "guardian_exporter_nvml_up", cluster="prod-eu", node="gpu-node-1") == 0
+    assert all(lbl.get("cluster") == "prod-eu" for samples in got.values() for lbl, _ in samples)
+
+
+def test_attribute_command_prints_the_fixture_answers() -> None:
+    expected = json.loads((FIXTURE_PROC.parent / "expected.json").read_text())
+    out = subprocess.run(
+        [EXPORTER, "attribute", "--proc-root", str(FIXTURE_PROC)],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    printed = {str(r["pid"]): (r["pod_uid"], r["container_id"]) for r in json.loads(out)}
+    assert printed == {pid: (e["pod_uid"], e["container_id"]) for pid, e in expected.items()}
 
 
 def test_nvml_backend_through_the_stub_library(

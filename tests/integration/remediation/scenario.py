@@ -101,6 +101,31 @@ def seed_cluster(kube: FakeKubeAPI) -> None:
         kube.create(b.pod(pod, ns, node=node, owners=[b.owner_reference(rs)]))
 
 
+@dataclass(frozen=True)
+class Stage:
+    """What a controller of this fleet reads: Prometheus, the cluster, its two files."""
+
+    prometheus_url: str
+    kubeconfig: Path
+    state: Path
+    policies: Path
+
+    @property
+    def argv(self) -> list[str]:
+        """The worker's command-line arguments."""
+        return [self.prometheus_url, str(self.kubeconfig), str(self.state), str(self.policies)]
+
+
+def set_stage(prometheus: Any, kube: FakeKubeAPI, tmp_path: Path) -> Stage:
+    """The fleet's metrics in a real Prometheus, its workloads in the fake cluster."""
+    prom = prometheus(openmetrics=fleet_metrics())
+    seed_cluster(kube)
+    policies = tmp_path / "policies.yaml"
+    policies.write_text(POLICY, encoding="utf-8")
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+    return Stage(prom.url, kubeconfig, tmp_path / "state.db", policies)
+
+
 def compile_rules() -> list[CompiledGroup]:
     groups = []
     for path in RULES:

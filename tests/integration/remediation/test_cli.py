@@ -25,41 +25,39 @@ REF = WorkloadRef("apps/v1", "Deployment", "ml", "train")
 NOW = 1_700_000_000.0
 
 
-def reclaim(kube: FakeKubeAPI, reader: KubeReader, executor: Executor, ledger: Ledger) -> None:
+@pytest.fixture
+def state(kube: FakeKubeAPI, reader: KubeReader, executor: Executor, tmp_path: Path) -> Path:
+    """The state database once train (3 replicas) is reclaimed, as the loop leaves it."""
     kube.create(b.deployment("train", "ml", replicas=3))
     action = PlannedAction(REF, LadderStep.RECLAIM, "idle", "ep1", "GpuIdle", False, LabelSet())
     ws = reader.workload(REF)
     executor.apply(action, ws, NOW)
-    ledger.open_episode(REF, "ep1", NOW - 600, "idle")
-    ledger.record(
-        RemediationEvent(
-            "ep1",
-            REF,
-            LadderStep.RECLAIM,
-            StepOutcome.APPLIED,
-            NOW,
-            "idle",
-            "scaled",
-            LabelSet(),
-            original_replicas=3,
+    path = tmp_path / "state.db"
+    ledger = Ledger.open(str(path))
+    try:
+        ledger.open_episode(REF, "ep1", NOW - 600, "idle")
+        ledger.record(
+            RemediationEvent(
+                "ep1",
+                REF,
+                LadderStep.RECLAIM,
+                StepOutcome.APPLIED,
+                NOW,
+                "idle",
+                "scaled",
+                LabelSet(),
+                original_replicas=3,
+            )
         )
-    )
-    ledger.set_episode_state("ep1", EpisodeState.RECLAIMED)
+        ledger.set_episode_state("ep1", EpisodeState.RECLAIMED)
+    finally:
+        ledger.close()
+    return path
 
 
 def test_restore_and_status_commands(
-    kube: FakeKubeAPI,
-    reader: KubeReader,
-    executor: Executor,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    kube: FakeKubeAPI, state: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    state = tmp_path / "state.db"
-    ledger = Ledger.open(str(state))
-    try:
-        reclaim(kube, reader, executor, ledger)
-    finally:
-        ledger.close()
     kubeconfig = str(kube.write_kubeconfig(tmp_path / "kc"))
 
     assert guardian_main(["status", "--state", str(state), "--json"]) == 0
@@ -80,22 +78,57 @@ def test_restore_and_status_commands(
 
     assert guardian_main(argv) == 1
     assert "was not reclaimed by gpu-guardian" in capsys.readouterr().err
-    assert guardian_main(["restore", "train", "--kubeconfig", kubeconfig]) == 1
+    assert guardian_main(["restore", "train", "--kubeconfig", kubeconfig]) == 2  # bad input
     assert "expected NAMESPACE/KIND/NAME" in capsys.readouterr().err
     assert guardian_main(["restore", "ml/widget/x", "--kubeconfig", kubeconfig]) == 1
     assert "no served kind matches 'widget'" in capsys.readouterr().err
 
 
+def test_restore_takes_the_loops_step_path(
+    kube: FakeKubeAPI, state: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 409 is read again and retried; the outcome, a failure too, goes to the ledger."""
+    argv = ["restore", "ml/Deployment/train", "--state", str(state), "--kubeconfig"]
+    argv.append(str(kube.write_kubeconfig(tmp_path / "kc")))
+
+    kube.fail_next(409, verb="patch", times=3)
+    assert guardian_main(argv) == 1
+    assert "gave up after 3 conflicts" in capsys.readouterr().err
+    kube.fail_next(409, verb="patch")
+    assert guardian_main(argv) == 0
+    assert capsys.readouterr().out.strip() == "ml/Deployment/train: scaled back to 3"
+
+    patches = [r.status for r in kube.requests(verb="patch", path="deployments/train$")]
+    assert patches == [200, 409, 409, 409, 409, 200]  # the reclaim, then the two restores
+    ledger = Ledger.open(str(state))
+    try:
+        events = [e for e in ledger.all_events() if e.step is LadderStep.RESTORE]
+    finally:
+        ledger.close()
+    assert [(e.outcome, e.reason) for e in events] == [
+        (StepOutcome.FAILED, "gave up after 3 conflicts"),
+        (StepOutcome.APPLIED, "scaled back to 3: requested by guardian restore"),
+    ]
+    assert events[1].original_replicas == 3
+
+
+def test_status_needs_an_existing_state_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert guardian_main(["status"]) == 1
+    assert "give --config or --state" in capsys.readouterr().err
+    missing = tmp_path / "missing.db"
+    assert guardian_main(["status", "--state", str(missing)]) == 1
+    assert f"no state database at {missing}" in capsys.readouterr().err
+    assert not missing.exists()
+
+
 @pytest.mark.e2e
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+@pytest.mark.usefixtures("state")
 def test_kubectl_sees_and_undoes_a_reclaim(
     kube: FakeKubeAPI, reader: KubeReader, executor: Executor, tmp_path: Path
 ) -> None:
-    ledger = Ledger.open(str(tmp_path / "state.db"))
-    try:
-        reclaim(kube, reader, executor, ledger)
-    finally:
-        ledger.close()
     kubeconfig = str(kube.write_kubeconfig(tmp_path / "kc"))
 
     def kubectl(*args: str) -> str:

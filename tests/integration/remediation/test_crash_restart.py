@@ -19,7 +19,7 @@ from guardian.model.policies import Annotations
 from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
 from guardian.sim.kubeapi import FakeKubeAPI
 
-from .scenario import POLICY, ROOT, fleet_metrics, seed_cluster
+from .scenario import ROOT, set_stage
 
 IDLE = WorkloadRef("apps/v1", "Deployment", "ml", "idle-train")
 
@@ -88,13 +88,8 @@ def wait_for(condition: Any, timeout: float = 20.0) -> None:
 def test_kill_9_mid_ladder_then_restart_does_nothing_twice(
     prometheus: Any, kube: FakeKubeAPI, tmp_path: Path
 ) -> None:
-    prom = prometheus(openmetrics=fleet_metrics())
-    seed_cluster(kube)
-    policies = tmp_path / "policies.yaml"
-    policies.write_text(POLICY, encoding="utf-8")
-    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
-    state = tmp_path / "state.db"
-    args = [prom.url, str(kubeconfig), str(state), str(policies)]
+    stage = set_stage(prometheus, kube, tmp_path)
+    state, args = stage.state, stage.argv
     log = tmp_path / "worker.log"
 
     first = Worker(args, log)

@@ -17,7 +17,7 @@ from guardian.model.policies import NOTEBOOK_STOPPED, Annotations
 from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
 from guardian.sim.kubeapi import FakeKubeAPI
 
-from .scenario import POLICY, Controller, at, fleet_metrics, seed_cluster, start_controller
+from .scenario import Controller, at, set_stage, start_controller
 
 IDLE = WorkloadRef("apps/v1", "Deployment", "ml", "idle-train")
 RACE = WorkloadRef("apps/v1", "Deployment", "ml", "race-train")
@@ -27,15 +27,10 @@ RACE = WorkloadRef("apps/v1", "Deployment", "ml", "race-train")
 def controller(
     prometheus: Any, kube: FakeKubeAPI, tmp_path: Path
 ) -> Iterator[tuple[Controller, Path]]:
-    prom = prometheus(openmetrics=fleet_metrics())
-    seed_cluster(kube)
-    policies = tmp_path / "policies.yaml"
-    policies.write_text(POLICY, encoding="utf-8")
-    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
-    state = tmp_path / "state.db"
-    ctl = start_controller(prom.url, kubeconfig, state, policies)
+    stage = set_stage(prometheus, kube, tmp_path)
+    ctl = start_controller(stage.prometheus_url, stage.kubeconfig, stage.state, stage.policies)
     try:
-        yield ctl, state
+        yield ctl, stage.state
     finally:
         ctl.close()
 
@@ -166,7 +161,7 @@ def test_idle_gpus_are_warned_then_reclaimed_and_restored(
     assert any(a["labels"]["alertname"] == "GpuIdle" for a in report.alerts)
 
     # Restore: the exact replicas, annotations cleared, then a warm-up.
-    message = restore_workload(IDLE, loop.reader, loop.executor, ctl.parts.ledger, at(56))
+    message = restore_workload(IDLE, loop.reader, loop.steps, at(56))
     assert message == "scaled back to 3"
     dep = kube.get("Deployment", "idle-train", "ml")
     assert dep["spec"]["replicas"] == 3

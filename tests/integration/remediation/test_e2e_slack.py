@@ -92,7 +92,7 @@ def test_one_slack_thread_follows_the_idle_episode_through_reclaim_and_restore(
                 engine.evaluate(group.key, at(minute))
         assert kube.get("Deployment", "idle-train", "ml")["spec"]["replicas"] == 0
         loop = parts.remediation.loop
-        restore_workload(IDLE, loop.reader, loop.executor, parts.remediation.ledger, at(56))
+        restore_workload(IDLE, loop.reader, loop.steps, at(56))
         for group in engine.groups:
             engine.evaluate(group.key, at(57))
         _drain(parts)

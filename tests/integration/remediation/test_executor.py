@@ -16,8 +16,7 @@ from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadR
 from guardian.sim.kubeapi import FakeKubeAPI
 from guardian.sim.kubeapi import builders as b
 from guardian_common.errors import PermanentError, TransientError
-
-from .conftest import LWS
+from tests.plugins.kube_fixture import LWS
 
 NOW = 1_700_000_000.0
 DEPLOY = WorkloadRef("apps/v1", "Deployment", "ml", "train")
@@ -229,19 +228,8 @@ def test_custom_kind_scaled_through_its_scale_subresource(
 def test_hpa_min_replicas_recorded_and_restored(
     kube: FakeKubeAPI, reader: KubeReader, executor: Executor
 ) -> None:
-    seed_deployment(kube, replicas=2)
-    kube.create(
-        {
-            "apiVersion": "autoscaling/v2",
-            "kind": "HorizontalPodAutoscaler",
-            "metadata": {"name": "train", "namespace": "ml"},
-            "spec": {
-                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "train"},
-                "minReplicas": 2,
-                "maxReplicas": 6,
-            },
-        }
-    )
+    dep = seed_deployment(kube, replicas=2)
+    kube.create(b.hpa(dep, min_replicas=2, max_replicas=6))
     ws = reader.workload(DEPLOY)
     assert ws.hpa is not None
     assert ws.hpa.min_replicas == 2

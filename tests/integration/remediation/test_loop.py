@@ -144,6 +144,24 @@ def test_forbidden_is_a_clear_failure_and_a_metric(
 
 
 @pytest.mark.usefixtures("seeded")
+def test_three_conflicts_in_a_row_are_a_recorded_failure(
+    kube: FakeKubeAPI, reader: KubeReader, executor: Executor, tmp_path: Path
+) -> None:
+    loop, ledger = make_loop(reader, executor, tmp_path)
+    run(loop, 0)
+    kube.fail_next(409, verb="patch", path="deployments/train$", times=3)
+    run(loop, 3)
+    failed = [e for e in ledger.all_events() if e.outcome is StepOutcome.FAILED]
+    assert [(e.step, e.reason) for e in failed] == [
+        (LadderStep.RECLAIM, "gave up after 3 conflicts")
+    ]
+    assert loop.metrics.conflicts._value.get() == 3
+    assert kube.get("Deployment", "train", "ml")["spec"]["replicas"] == 2
+    run(loop, 4)  # the next cycle reads again and succeeds
+    assert kube.get("Deployment", "train", "ml")["spec"]["replicas"] == 0
+
+
+@pytest.mark.usefixtures("seeded")
 def test_not_found_drops_the_action(
     kube: FakeKubeAPI, reader: KubeReader, executor: Executor, tmp_path: Path
 ) -> None:
@@ -177,6 +195,7 @@ def test_exclude_on_reclaimed_restores_and_notifier_cursor(
     assert kube.get("Deployment", "train", "ml")["spec"]["replicas"] == 2
     fresh = ledger.events_since(ledger.cursor("slack"))
     assert [(e.step, e.outcome) for e in fresh][-1] == (LadderStep.RESTORE, StepOutcome.APPLIED)
+    assert fresh[-1].original_replicas == 2  # what the restore gave back
     assert all(e.seq is not None and e.seq > (seen[-1].seq or 0) for e in fresh)
     reclaim = next(
         e for e in seen if e.step is LadderStep.RECLAIM and e.outcome is StepOutcome.APPLIED

@@ -228,6 +228,6 @@ def test_bad_files_are_reported_with_file_and_line(tmp_path: Path) -> None:
 
     result = _guardian_test(path, missing)
 
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert f"{path}:3: tests[0].intervl: field intervl not found in testGroup" in result.stderr
     assert f"{missing}: cannot read" in result.stderr

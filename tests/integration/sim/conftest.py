@@ -1,4 +1,6 @@
-"""Fixtures for the fake Kubernetes API: a started server and a real client pointed at it."""
+"""Fixtures for the fake Kubernetes API's own tests: a started server on the default
+namespaces and a real client pointed at it (``kube`` and ``api_client``, with the
+controller's namespaces and LWS, come from tests/plugins/kube_fixture.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +8,7 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,26 +16,14 @@ import pytest
 from kubernetes import client, config
 
 from guardian.sim.kubeapi import FakeKubeAPI
+from tests.plugins.kube_fixture import ManualClock
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-@dataclass
-class ManualClock:
-    """A clock the test moves by hand."""
-
-    now: datetime = T0
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
 @pytest.fixture
 def kube_clock() -> ManualClock:
-    return ManualClock()
+    return ManualClock(T0)
 
 
 @pytest.fixture

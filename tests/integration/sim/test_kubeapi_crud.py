@@ -12,6 +12,7 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from guardian.sim.kubeapi import FakeKubeAPI, builders
+from guardian.sim.kubeapi.patch import MERGE_PATCH
 from tests.integration.sim.conftest import ManualClock, raw_request
 
 pytestmark = pytest.mark.e2e
@@ -76,7 +77,9 @@ def test_apps_workload_crud(
     assert replaced.metadata.generation == 2
     assert int(replaced.metadata.resource_version) > int(meta.resource_version)
 
-    patched = patch("train", "default", {"metadata": {"labels": {"team": "a"}}})
+    patched = patch(
+        "train", "default", {"metadata": {"labels": {"team": "a"}}}, _content_type=MERGE_PATCH
+    )
     assert patched.metadata.labels["team"] == "a"
     assert patched.metadata.generation == 2  # metadata changes do not bump the generation
 
@@ -138,7 +141,9 @@ def test_invalid_objects_are_422_naming_each_field(
 
 def test_stale_resource_version_update_is_409_conflict(apps: client.AppsV1Api) -> None:
     first = apps.create_namespaced_deployment("default", builders.deployment("web"))
-    apps.patch_namespaced_deployment("web", "default", {"metadata": {"labels": {"x": "1"}}})
+    apps.patch_namespaced_deployment(
+        "web", "default", {"metadata": {"labels": {"x": "1"}}}, _content_type=MERGE_PATCH
+    )
     first.spec.replicas = 5
     with pytest.raises(ApiException) as caught:
         apps.replace_namespaced_deployment("web", "default", first)
@@ -168,11 +173,15 @@ def test_every_write_bumps_one_global_resource_version(
     versions = [
         apps.create_namespaced_deployment("default", builders.deployment("a")),
         core.create_namespaced_pod("default", builders.pod("p")),
-        apps.patch_namespaced_deployment("a", "default", {"spec": {"replicas": 4}}),
+        apps.patch_namespaced_deployment(
+            "a", "default", {"spec": {"replicas": 4}}, _content_type=MERGE_PATCH
+        ),
     ]
     assert [int(v.metadata.resource_version) for v in versions] == [start + 1, start + 2, start + 3]
     # A write that changes nothing does not bump the version.
-    again = apps.patch_namespaced_deployment("a", "default", {"spec": {"replicas": 4}})
+    again = apps.patch_namespaced_deployment(
+        "a", "default", {"spec": {"replicas": 4}}, _content_type=MERGE_PATCH
+    )
     assert again.metadata.resource_version == str(start + 3)
 
 
@@ -184,11 +193,15 @@ def test_pods_namespaces_jobs_cronjobs_crud(kube_client: client.ApiClient) -> No
     assert pod.spec.node_name == "n1"
     job = batch.create_namespaced_job("ml", builders.job("j", "ml"))
     assert job.spec.suspend is False
-    suspended = batch.patch_namespaced_job("j", "ml", {"spec": {"suspend": True}})
+    suspended = batch.patch_namespaced_job(
+        "j", "ml", {"spec": {"suspend": True}}, _content_type=MERGE_PATCH
+    )
     assert suspended.spec.suspend is True
     cron = batch.create_namespaced_cron_job("ml", builders.cronjob("c", "ml"))
     assert cron.spec.schedule == "0 * * * *"
-    batch.patch_namespaced_cron_job("c", "ml", {"spec": {"suspend": True}})
+    batch.patch_namespaced_cron_job(
+        "c", "ml", {"spec": {"suspend": True}}, _content_type=MERGE_PATCH
+    )
     assert batch.read_namespaced_cron_job("c", "ml").spec.suspend is True
     deleted = core.delete_namespaced_pod("p", "ml")
     assert deleted.metadata.name == "p"  # pods answer with the deleted object
@@ -219,7 +232,11 @@ def test_owner_references_round_trip_and_cascade(
 def test_field_manager_is_recorded(apps: client.AppsV1Api, kube_api: FakeKubeAPI) -> None:
     apps.create_namespaced_deployment("default", builders.deployment("web"))
     apps.patch_namespaced_deployment(
-        "web", "default", {"metadata": {"annotations": {"a": "b"}}}, field_manager="gpu-guardian"
+        "web",
+        "default",
+        {"metadata": {"annotations": {"a": "b"}}},
+        field_manager="gpu-guardian",
+        _content_type=MERGE_PATCH,
     )
     (patch,) = kube_api.requests(verb="patch")
     assert patch.field_manager == "gpu-guardian"
@@ -234,7 +251,7 @@ def test_dry_run_changes_nothing(apps: client.AppsV1Api, kube_api: FakeKubeAPI) 
     kube_api.create(builders.deployment("web", replicas=3))
     before = kube_api.resource_version
     result = apps.patch_namespaced_deployment(
-        "web", "default", {"spec": {"replicas": 0}}, dry_run="All"
+        "web", "default", {"spec": {"replicas": 0}}, dry_run="All", _content_type=MERGE_PATCH
     )
     assert result.spec.replicas == 0
     assert kube_api.get("Deployment", "web")["spec"]["replicas"] == 3

@@ -2,45 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
-from kubernetes import client, config
+from kubernetes import client
 
-from guardian.sim.kubeapi import FakeKubeAPI, ResourceType, ScaleSpec, builders
+from guardian.sim.kubeapi import FakeKubeAPI, builders
 from tests.integration.sim.conftest import raw_request
+from tests.plugins.kube_fixture import LWS
 
 pytestmark = pytest.mark.e2e
 
-LWS = ResourceType(
-    "leaderworkerset.x-k8s.io",
-    "v1",
-    "LeaderWorkerSet",
-    "leaderworkersets",
-    custom=True,
-    scale=ScaleSpec(label_selector="status.hpaPodSelector"),
-)
-LWS_API = {"group": "leaderworkerset.x-k8s.io", "version": "v1", "plural": "leaderworkersets"}
+LWS_API = {"group": LWS.group, "version": LWS.version, "plural": LWS.plural}
 
 
-@pytest.fixture
-def lws_client(tmp_path: Path) -> Iterator[tuple[FakeKubeAPI, client.ApiClient]]:
-    with FakeKubeAPI.start(extra_resources=[LWS]) as api:
-        api_client = config.new_client_from_config(
-            config_file=str(api.write_kubeconfig(tmp_path / "kubeconfig"))
-        )
-        try:
-            yield api, api_client
-        finally:
-            api_client.close()
-
-
-def test_custom_resource_scale_subresource(
-    lws_client: tuple[FakeKubeAPI, client.ApiClient],
-) -> None:
-    api, api_client = lws_client
-    api.create(
+def test_custom_resource_scale_subresource(kube: FakeKubeAPI, api_client: client.ApiClient) -> None:
+    kube.create(
         {
             "apiVersion": "leaderworkerset.x-k8s.io/v1",
             "kind": "LeaderWorkerSet",
@@ -56,7 +31,7 @@ def test_custom_resource_scale_subresource(
     custom.patch_namespaced_custom_object_scale(
         namespace="default", name="llm", body={"spec": {"replicas": 0}}, **LWS_API
     )
-    assert api.get("LeaderWorkerSet", "llm")["spec"]["replicas"] == 0
+    assert kube.get("LeaderWorkerSet", "llm")["spec"]["replicas"] == 0
     discovery = client.ApisApi(api_client).get_api_versions()
     assert "leaderworkerset.x-k8s.io" in [group.name for group in discovery.groups]
 

@@ -13,6 +13,7 @@ from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from guardian.sim.kubeapi import FakeKubeAPI, Fault, builders
+from guardian.sim.kubeapi.patch import MERGE_PATCH
 
 pytestmark = pytest.mark.e2e
 
@@ -24,15 +25,16 @@ def test_fail_next_answers_the_matching_request_once(
     kube_api.create(builders.deployment("db"))
     fault = kube_api.fail_next(409, verb="patch", path=r"/deployments/web$")
     body = {"metadata": {"annotations": {"a": "b"}}}
-    apps.patch_namespaced_deployment("db", "default", body)  # another object: untouched
+    # Another object: untouched.
+    apps.patch_namespaced_deployment("db", "default", body, _content_type=MERGE_PATCH)
     with pytest.raises(ApiException) as caught:
-        apps.patch_namespaced_deployment("web", "default", body)
+        apps.patch_namespaced_deployment("web", "default", body, _content_type=MERGE_PATCH)
     assert caught.value.status == 409
     assert json.loads(caught.value.body)["reason"] == "Conflict"
     assert fault.hits == 1
-    assert apps.patch_namespaced_deployment("web", "default", body).metadata.annotations == {
-        "a": "b"
-    }
+    assert apps.patch_namespaced_deployment(
+        "web", "default", body, _content_type=MERGE_PATCH
+    ).metadata.annotations == {"a": "b"}
     statuses = [(r.path.rsplit("/", 1)[-1], r.status) for r in kube_api.requests(verb="patch")]
     assert statuses == [("db", 200), ("web", 409), ("web", 200)]
 
@@ -56,7 +58,9 @@ def test_429_sends_retry_after(core: client.CoreV1Api, kube_api: FakeKubeAPI) ->
     kube_api.create(builders.pod("p"))
     kube_api.fail_next(429, verb="patch", retry_after=7)
     with pytest.raises(ApiException) as caught:
-        core.patch_namespaced_pod("p", "default", {"metadata": {"labels": {"a": "b"}}})
+        core.patch_namespaced_pod(
+            "p", "default", {"metadata": {"labels": {"a": "b"}}}, _content_type=MERGE_PATCH
+        )
     assert caught.value.status == 429
     assert caught.value.headers["Retry-After"] == "7"
     # Reads are retried by the client (urllib3 honours Retry-After on GET).

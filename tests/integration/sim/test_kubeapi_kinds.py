@@ -10,6 +10,7 @@ from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from guardian.sim.kubeapi import FakeKubeAPI, builders
+from guardian.sim.kubeapi.patch import MERGE_PATCH
 from tests.integration.sim.conftest import raw_request
 
 pytestmark = pytest.mark.e2e
@@ -102,7 +103,9 @@ def test_core_events_create_and_bump_count(core: client.CoreV1Api, kube_api: Fak
         "default", field_selector=f"involvedObject.uid={dep['metadata']['uid']}"
     )
     assert [e.metadata.name for e in found.items] == ["web.gpu-idle"]
-    bumped = core.patch_namespaced_event("web.gpu-idle", "default", {"count": 2})
+    bumped = core.patch_namespaced_event(
+        "web.gpu-idle", "default", {"count": 2}, _content_type=MERGE_PATCH
+    )
     assert bumped.count == 2
 
 
@@ -180,7 +183,7 @@ def test_hpa_min_replicas_round_trip(kube_client: client.ApiClient, kube_api: Fa
         },
     )
     patched = hpas.patch_namespaced_horizontal_pod_autoscaler(
-        "web", "default", {"spec": {"minReplicas": 1}}
+        "web", "default", {"spec": {"minReplicas": 1}}, _content_type=MERGE_PATCH
     )
     assert patched.spec.min_replicas == 1
     assert patched.spec.scale_target_ref.name == "web"

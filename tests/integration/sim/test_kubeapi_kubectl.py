@@ -47,6 +47,11 @@ def test_kubectl_get_scale_annotate(
     )
     _kubectl(kubeconfig, tmp_path, "annotate", "deployment", "web", "gpu-guardian.io/reason=idle")
     _kubectl(kubeconfig, tmp_path, "annotate", "notebook", "nb", "kubeflow-resource-stopped=now")
+    # What docs/deploy.md and docs/policies.md tell a person to run.
+    _kubectl(kubeconfig, tmp_path, "label", "namespace", "default", "gpu-guardian.io/reclaim=true")
+    _kubectl(
+        kubeconfig, tmp_path, "annotate", "namespace", "default", "gpu-guardian.io/kill-switch=true"
+    )
 
     web = kube_api.get("Deployment", "web")
     assert web["spec"]["replicas"] == 0
@@ -56,5 +61,12 @@ def test_kubectl_get_scale_annotate(
     }
     (scale,) = kube_api.requests(verb="patch", path=r"/scale$")
     assert scale.content_type == "application/merge-patch+json"
+    default = kube_api.get("Namespace", "default")["metadata"]
+    assert default["labels"]["gpu-guardian.io/reclaim"] == "true"
+    assert default["annotations"] == {"gpu-guardian.io/kill-switch": "true"}
     managers = {r.field_manager for r in kube_api.requests(verb="patch")}
     assert "kubectl-annotate" in managers
+    # kubectl sends merge patches only: the one type the fake implements.
+    assert {r.content_type for r in kube_api.requests(verb="patch")} == {
+        "application/merge-patch+json"
+    }

@@ -44,22 +44,26 @@ def test_merge_patch_null_deletes_and_lists_replace(
     assert request.body["metadata"]["annotations"] == {"drop": None, "new": "3"}
 
 
-def test_a_dict_patch_on_a_built_in_kind_is_strategic_merge(
+def test_strategic_merge_and_json_patch_are_refused_with_415(
     apps: client.AppsV1Api, kube_api: FakeKubeAPI, web: dict[str, Any]
 ) -> None:
-    patched = apps.patch_namespaced_deployment(
-        "web",
-        "default",
-        {
-            "metadata": {"annotations": {"drop": None, "gpu-guardian.io/reason": "idle"}},
-            "spec": {"template": {"spec": {"containers": [{"name": "sidecar", "image": "s"}]}}},
-        },
-    )
-    assert patched.metadata.annotations == {"keep": "1", "gpu-guardian.io/reason": "idle"}
-    # Containers merge by name: the existing one stays.
-    assert [c.name for c in patched.spec.template.spec.containers] == ["main", "sidecar"]
-    (request,) = kube_api.requests(verb="patch")
-    assert request.content_type == "application/strategic-merge-patch+json"
+    """What the typed client sends by default (dict: strategic merge, list: JSON patch)
+    is refused, naming the one type this server implements; nothing changes."""
+    annotate = {"metadata": {"annotations": {"gpu-guardian.io/reason": "idle"}}}
+    ops = [{"op": "add", "path": "/metadata/annotations/x", "value": "1"}]
+    for body in (annotate, ops):
+        with pytest.raises(ApiException) as caught:
+            apps.patch_namespaced_deployment("web", "default", body)
+        assert caught.value.status == 415
+        assert MERGE in json.loads(caught.value.body)["message"]
+    assert [r.content_type for r in kube_api.requests(verb="patch")] == [
+        "application/strategic-merge-patch+json",
+        JSON_PATCH,
+    ]
+    assert kube_api.get("Deployment", "web")["metadata"]["annotations"] == {
+        "keep": "1",
+        "drop": "2",
+    }
 
 
 def test_merge_patch_with_a_stale_resource_version_is_409(
@@ -93,26 +97,11 @@ def test_merge_patch_with_a_stale_resource_version_is_409(
     assert done.metadata.generation == 3
 
 
-def test_json_patch_with_a_test_operation(
-    apps: client.AppsV1Api, kube_api: FakeKubeAPI, web: dict[str, Any]
-) -> None:
-    ops = [
-        {"op": "test", "path": "/metadata/annotations/keep", "value": "1"},
-        {"op": "add", "path": "/metadata/annotations/gpu-guardian.io~1snooze", "value": "x"},
-    ]
-    patched = apps.patch_namespaced_deployment("web", "default", ops)
-    assert patched.metadata.annotations["gpu-guardian.io/snooze"] == "x"
-    assert kube_api.requests(verb="patch")[0].content_type == JSON_PATCH
-    with pytest.raises(ApiException) as caught:
-        apps.patch_namespaced_deployment(
-            "web", "default", [{"op": "test", "path": "/spec/replicas", "value": 9}]
-        )
-    assert caught.value.status == 422
-
-
 def test_patch_of_a_missing_object_is_404(apps: client.AppsV1Api) -> None:
     with pytest.raises(ApiException) as caught:
-        apps.patch_namespaced_deployment("ghost", "default", {"spec": {"replicas": 0}})
+        apps.patch_namespaced_deployment(
+            "ghost", "default", {"spec": {"replicas": 0}}, _content_type=MERGE
+        )
     assert caught.value.status == 404
 
 
@@ -135,7 +124,7 @@ def test_scale_subresource(apps: client.AppsV1Api, kube_api: FakeKubeAPI, kind: 
     assert scale.metadata.resource_version == seeded["metadata"]["resourceVersion"]
     assert scale.metadata.uid == seeded["metadata"]["uid"]
 
-    patched = patch("w", "default", {"spec": {"replicas": 2}})
+    patched = patch("w", "default", {"spec": {"replicas": 2}}, _content_type=MERGE)
     assert patched.spec.replicas == 2
     assert kube_api.get(kind, "w")["spec"]["replicas"] == 2
 

@@ -183,7 +183,7 @@ def test_users_and_token_together(tmp_path: Path) -> None:
 def test_users_file_errors_name_the_file(tmp_path: Path) -> None:
     path = tmp_path / "users.yaml"
     path.write_bytes(b"\xff\xfe binary")
-    with pytest.raises(ConfigError, match=r"users\.yaml: not UTF-8"):
+    with pytest.raises(ConfigError, match=r"users\.yaml:1: not UTF-8"):
         load_users(path)
     path.write_text("basic_auth_users:\n  prom: '$2b$xx$nope'\n")
     with pytest.raises(ConfigError, match=r"basic_auth_users\.prom: not a bcrypt hash"):

@@ -20,6 +20,18 @@ def test_attribute_prints_one_json_list(capsys: pytest.CaptureFixture[str]) -> N
     assert all(set(r) == {"pid", "pod_uid", "container_id"} for r in result)
 
 
+def test_attribute_prints_the_expected_answer_for_every_fixture_form(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["attribute", "--proc-root", str(FIXTURES / "proc")]) == 0
+    printed = {
+        str(r["pid"]): (r["pod_uid"], r["container_id"])
+        for r in json.loads(capsys.readouterr().out)
+    }
+    expected = json.loads((FIXTURES / "expected.json").read_text())
+    assert printed == {pid: (e["pod_uid"], e["container_id"]) for pid, e in expected.items()}
+
+
 def test_attribute_one_pid(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["attribute", "--proc-root", str(FIXTURES / "proc"), "--pid", "1017"]) == 0
     assert json.loads(capsys.readouterr().out) == [

@@ -61,7 +61,7 @@ def test_a_cycle_publishes_gpu_and_pod_series(clock: FakeClock) -> None:
     clock.advance(5)
     collector.run_cycle()
     got = samples(store)
-    assert got["guardian_exporter_nvml_up"] == [({}, 1.0)]
+    assert got["guardian_exporter_nvml_up"] == [({"node": "node-a"}, 1.0)]
     assert got["guardian_gpu_info"][0][0] == {
         "node": "node-a",
         "gpu": "0",
@@ -70,10 +70,10 @@ def test_a_cycle_publishes_gpu_and_pod_series(clock: FakeClock) -> None:
         "driver_version": "550.54.15",
         "mig": "disabled",
     }
-    assert {lbl["container"] for lbl, _ in got["guardian_pod_gpu_memory_used_bytes"]} == {
-        "c" * 64,
-        "d" * 64,
-    }
+    pods = [lbl for lbl, _ in got["guardian_pod_gpu_memory_used_bytes"]]
+    assert {lbl["container_id"] for lbl in pods} == {"c" * 64, "d" * 64}
+    # Without Kubernetes no container has a known name.
+    assert {lbl["container"] for lbl in pods} == {""}
     assert store.ready.is_set()
 
 
@@ -89,7 +89,7 @@ def test_a_vanished_process_disappears_from_the_next_scrape(clock: FakeClock) ->
         "guardian_pod_gpu_processes",
         "guardian_pod_gpu_sm_utilization_ratio",
     ):
-        assert [lbl["container"] for lbl, _ in got[name]] == ["c" * 64], name
+        assert [lbl["container_id"] for lbl, _ in got[name]] == ["c" * 64], name
 
 
 def test_nvml_down_at_start_serves_up_0_and_retries_with_backoff(clock: FakeClock) -> None:
@@ -100,8 +100,8 @@ def test_nvml_down_at_start_serves_up_0_and_retries_with_backoff(clock: FakeCloc
     assert not snap.health.nvml_up
     assert snap.gpus == ()
     got = samples(store)
-    assert got["guardian_exporter_nvml_up"] == [({}, 0.0)]
-    assert ({"op": "init", "kind": "driver_not_loaded"}, 1.0) in got[
+    assert got["guardian_exporter_nvml_up"] == [({"node": "node-a"}, 0.0)]
+    assert ({"node": "node-a", "op": "init", "kind": "driver_not_loaded"}, 1.0) in got[
         "guardian_exporter_errors_total"
     ]
     assert "guardian_gpu_info" not in got
@@ -112,7 +112,7 @@ def test_nvml_down_at_start_serves_up_0_and_retries_with_backoff(clock: FakeCloc
         counts.append(before.get(("init", "driver_not_loaded"), 0))
     # Backoff 5, 10, 20, 20 s: attempts at 0, 5, 15, 35 -> the fourth one (t=35) succeeds.
     assert counts[:6] == [2, 2, 3, 3, 3, 3]
-    assert samples(store)["guardian_exporter_nvml_up"] == [({}, 1.0)]
+    assert samples(store)["guardian_exporter_nvml_up"] == [({"node": "node-a"}, 1.0)]
 
 
 def test_gpu_lost_marks_down_then_reinitialises(clock: FakeClock) -> None:
@@ -141,7 +141,7 @@ def test_a_hung_call_serves_the_last_snapshot_marked_stale(clock: FakeClock) -> 
     assert stale.health.stale
     assert stale.gpus == good.gpus
     got = samples(store)
-    assert got["guardian_exporter_snapshot_stale"] == [({}, 1.0)]
+    assert got["guardian_exporter_snapshot_stale"] == [({"node": "node-a"}, 1.0)]
     assert "guardian_gpu_memory_used_bytes" in got
     # While the call is still stuck, the next cycle fails fast instead of piling up threads.
     clock.advance(5)

@@ -73,7 +73,7 @@ def test_routes(serve: Any) -> None:
     assert get(url + "/readyz")[0] == 200
     status, body = get(url + "/metrics")
     assert status == 200
-    assert "guardian_exporter_nvml_up 0.0" in body
+    assert 'guardian_exporter_nvml_up{node="n"} 0.0' in body
     assert get(url + "/nope")[0] == 404
     request = urllib.request.Request(url + "/metrics", headers={"Accept-Encoding": "gzip"})  # noqa: S310
     with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310

@@ -7,7 +7,16 @@ from exporter.model.pods import PodDirectory, PodInfo
 from exporter.model.snapshot import PodGpuSeries
 from guardian_common.grouping import GroupingOptions
 
-TRAIN = PodInfo("uid-train", "ml", "train-0", "Running", {"prjId": "proj-a", "tier": "gold"})
+MAIN_ID = "a" * 64
+SIDECAR_ID = "b" * 64
+TRAIN = PodInfo(
+    "uid-train",
+    "ml",
+    "train-0",
+    "Running",
+    {"prjId": "proj-a", "tier": "gold"},
+    container_names={MAIN_ID: "main"},
+)
 NOTEBOOK = PodInfo("uid-nb", "ml", "notebook-0", "Running", {"app": "jupyter"})
 GPU_INDEX = {"GPU-a": "0", "GPU-b": "1", "MIG-c": "2/1"}
 
@@ -17,12 +26,12 @@ def _ref(uuid: str) -> DeviceRef:
     return DeviceRef(uuid, uuid, kind)
 
 
-def _series(pod_uid: str, uuid: str) -> PodGpuSeries:
+def _series(pod_uid: str, uuid: str, container_id: str = MAIN_ID) -> PodGpuSeries:
     return PodGpuSeries(
         gpu=GPU_INDEX[uuid],
         uuid=uuid,
         pod_uid=pod_uid,
-        container="main",
+        container_id=container_id,
         memory_used_bytes=1,
         sm_utilization_ratio=0.5,
         processes=1,
@@ -57,15 +66,28 @@ def test_pod_series_get_names_group_and_allowlisted_labels() -> None:
     assert result.kube_up is True
 
 
-def test_cluster_label_comes_right_after_the_identity() -> None:
+def test_cluster_is_not_an_enrichment_label_but_a_node_wide_one() -> None:
+    # metrics.node_labels adds it to every series (tests/unit/exporter/core/test_metrics.py).
     grouping = GroupingOptions(group_label="prjId", cluster_name="prod")
 
     result = enrich(_input([], []), grouping, kube_up=True)
 
-    assert result.label_names == ("namespace", "pod", "gpu_group", "cluster", "prjId")
-    assert result.pod_labels["uid-nb"] == ("ml", "notebook-0", "unassigned", "prod", "")
-    # A pod the API does not know still gets the node-wide cluster label.
-    assert result.unknown_pod == ("", "", "", "prod", "")
+    assert result.label_names == ("namespace", "pod", "gpu_group", "prjId")
+    assert result.pod_labels["uid-nb"] == ("ml", "notebook-0", "unassigned", "")
+    assert result.unknown_pod == ("", "", "", "")
+
+
+def test_containers_are_named_from_the_pod_status_where_it_lists_their_id() -> None:
+    series = [
+        _series("uid-train", "GPU-a"),
+        _series("uid-train", "GPU-a", SIDECAR_ID),  # not (yet) in the pod's status
+        _series("uid-nb", "GPU-b"),  # the notebook pod lists no container IDs
+        _series("uid-unknown", "GPU-b"),  # a pod the API does not know
+    ]
+
+    result = enrich(_input([], series), GroupingOptions(group_label="prjId"), kube_up=True)
+
+    assert result.container_names == {("uid-train", MAIN_ID): "main"}
 
 
 def test_every_allocation_is_a_series_even_without_a_process() -> None:
@@ -143,7 +165,9 @@ def test_process_on_a_gpu_the_pod_does_not_hold_is_flagged() -> None:
     result = enrich(_input(allocations, series), GroupingOptions(group_label="prjId"), True)
 
     assert result.unallocated_use == (
-        UnallocatedUse("1", "GPU-b", "uid-train", "main", ("ml", "train-0", "proj-a", "proj-a")),
+        UnallocatedUse(
+            "1", "GPU-b", "uid-train", "main", MAIN_ID, ("ml", "train-0", "proj-a", "proj-a")
+        ),
     )
 
 

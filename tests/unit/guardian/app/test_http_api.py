@@ -20,12 +20,13 @@ from typing import Any
 import bcrypt
 import pytest
 
+from guardian.adapters.status_api import fetch_status
 from guardian.app.http_api import EngineHTTPServer, web_guard
 from guardian.app.rules.runtime import RuleEngine
 from guardian.app.settings.config_file import parse_settings
-from guardian.app.settings.http_api import WebSettings
+from guardian.app.settings.web import WebSettings
 from guardian.model.query import QueryResult
-from guardian_common.errors import ConfigError
+from guardian_common.errors import ConfigError, PermanentError
 
 
 def engine() -> RuleEngine:
@@ -196,3 +197,20 @@ def test_stop_returns_while_requests_are_held() -> None:
     threading.Thread(target=stop, daemon=True).start()
     assert done.wait(10)
     held.close()
+
+
+def test_status_needs_credentials_and_guardian_status_sends_them_from_the_url(
+    users_file: Path,
+) -> None:
+    guard = web_guard(WebSettings(basic_auth_users_file=str(users_file)))
+    server = EngineHTTPServer(engine(), "127.0.0.1", 0, guard, status=lambda: {"alerts": []})
+    server.start()
+    try:
+        host, port = server.address
+        assert get(f"http://{host}:{port}/api/v1/status")[0] == 401
+        assert fetch_status(f"http://prom:s3cret@{host}:{port}") == {"alerts": []}
+        with pytest.raises(PermanentError, match="HTTP 401") as info:
+            fetch_status(f"http://prom:wrong-pw@{host}:{port}")
+        assert "wrong-pw" not in str(info.value)
+    finally:
+        server.stop()

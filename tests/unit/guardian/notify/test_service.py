@@ -22,6 +22,7 @@ from guardian.adapters.slack.transport import (
 )
 from guardian.adapters.sqlite_db import Database
 from guardian.app.notify import SlackNotifier, SlackSettings
+from guardian.app.notify.service import Writer
 from guardian.model.alerts import (
     AlertState,
     AlertTransition,
@@ -286,20 +287,23 @@ def test_transitions_commit_together_with_the_engine_state(db: Database) -> None
     db.migrate([ENGINE_MIGRATIONS])
     store = AlertStore(db)
     n = SlackNotifier(_settings(), db, Clock(), ScriptedSlack(Clock()))
-    store.save_group("g", T0, {}, extra=lambda conn: n.record_transitions(conn, [_firing("a")]))
+    with n.prepare([_firing("a")]) as write:
+        store.save_group("g", T0, {}, extra=write)
     assert n.outbox_depth() == 1
 
-    def crash(conn: sqlite3.Connection) -> None:
-        n.record_transitions(conn, [_firing("b")])
-        raise RuntimeError("the evaluation's commit failed")
+    def crashing(write: Writer) -> Writer:
+        def crash(conn: sqlite3.Connection) -> None:
+            write(conn)
+            raise RuntimeError("the evaluation's commit failed")
 
-    with pytest.raises(RuntimeError, match="commit failed"):
-        store.save_group("g", T0 + 60, {}, extra=crash)
+        return crash
+
+    with pytest.raises(RuntimeError, match="commit failed"), n.prepare([_firing("b")]) as write:
+        store.save_group("g", T0 + 60, {}, extra=crashing(write))
     assert n.outbox_depth() == 1
     # The failed batch can be recorded again: it was rolled back, so never seen.
-    store.save_group(
-        "g", T0 + 60, {}, extra=lambda conn: n.record_transitions(conn, [_firing("b")])
-    )
+    with n.prepare([_firing("b")]) as write:
+        store.save_group("g", T0 + 60, {}, extra=write)
     assert n.outbox_depth() == 2
 
 

@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from pydantic import Field, model_validator
 
-from guardian_common.config_types import ConfigPath, Duration, StrictModel
+from guardian_common.config_types import ConfigPath, Duration, Int, StrictModel
 
 
 class WebSettings(StrictModel):
@@ -25,10 +23,10 @@ class WebSettings(StrictModel):
     bearer_token_file: ConfigPath | None = None
     """File holding the token clients send as ``Authorization: Bearer``; read again when it
     changes. Unset: no bearer auth. With both set, either credential is accepted."""
-    auth_failures_per_minute: Annotated[int, Field(ge=1)] = 10
+    auth_failures_per_minute: Int = Field(default=10, ge=1)
     """Failed logins one client (address, or IPv6 /64) may make per minute, in a burst;
     beyond it 429 with Retry-After. 10: a typo is noticed, guessing is slowed to a crawl."""
-    max_connections: Annotated[int, Field(ge=1, le=10_000)] = 64
+    max_connections: Int = Field(default=64, ge=1, le=10_000)
     """Connections served at once, one thread each; more wait in the listen backlog.
     64: probes, Prometheus replicas and people with room to spare, while a flood cannot
     exhaust the controller's memory (Prometheus's own default is 512)."""

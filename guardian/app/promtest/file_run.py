@@ -26,6 +26,7 @@ from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.model.http_client import HttpClientConfig
 from guardian.sim.prometheus_server import PrometheusBinaries
 from guardian_common.errors import ConfigError, ConfigErrors
+from guardian_common.files import read_text
 
 logger = logging.getLogger(__name__)
 
@@ -132,15 +133,14 @@ def run_test_file(
     """Run every test group of the file at ``path``. Never raises for a bad file."""
     result = FileResult(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-        test = parse_test_file(text, path)
+        test = parse_test_file(read_text(path), path)
         rule_paths, result.warnings = resolve_rule_files(test)
         rule_groups = load_groups(test, rule_paths)
-    except OSError as exc:
-        result.errors.append(f"  {path}: cannot read: {exc.strerror or exc}")
-        return result
     except ConfigErrors as exc:
         result.errors += [f"  {e}" for e in exc.errors]
+        return result
+    except ConfigError as exc:  # the file itself cannot be read
+        result.errors.append(f"  {exc}")
         return result
     with tempfile.TemporaryDirectory(prefix="guardian-rules-test-", dir=workroot) as tmp:
         for group in test.tests:

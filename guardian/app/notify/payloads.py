@@ -1,0 +1,59 @@
+"""Turn a notifier plan into the rows its one write stores: payloads rendered in advance.
+
+Rendering is pure work on the plan's operations, done before the transaction so that the
+transaction runs SQL only. Each payload carries its marker block (from the idempotency
+key), which lets delivery find a message that may have reached Slack before a crash.
+"""
+
+from __future__ import annotations
+
+from guardian.adapters.slack.blocks import (
+    SlackPayload,
+    render_detail,
+    render_group,
+    render_parent,
+    render_reply,
+    with_marker,
+)
+from guardian.adapters.slack.outbox import IntakeRows, OutboxRow
+from guardian.engine.notify.lifecycle import Op, OpKind
+from guardian.engine.notify.state import NotifyPlan
+
+REMEDIATION_CURSOR = "remediation"  # the remediation ledger's position in slack_cursors
+
+
+def intake_rows(
+    plan: NotifyPlan, now: float, *, webhook: bool, prune_before: float | None = None
+) -> IntakeRows:
+    return IntakeRows(
+        now=now,
+        threads=plan.threads,
+        episodes=plan.episodes,
+        aliases=plan.aliases,
+        seen=plan.seen,
+        outbox=[
+            OutboxRow(
+                e.op.idem,
+                e.channel,
+                e.op.thread,
+                e.op.kind,
+                with_marker(render_op(e.op, now, webhook=webhook), e.op.idem).to_json(),
+            )
+            for e in plan.outbox
+        ],
+        cursor=None if plan.cursor is None else (REMEDIATION_CURSOR, str(plan.cursor)),
+        prune_before=prune_before,
+    )
+
+
+def render_op(op: Op, now: float, *, webhook: bool) -> SlackPayload:
+    if op.summary is not None:
+        return render_group(op.summary, now)
+    if op.kind is OpKind.REPLY:
+        if op.entry is not None:
+            return render_reply(op.entry, op.finding, op.finding.alertname if op.finding else "")
+        assert op.finding is not None  # noqa: S101 - plan_change always sets one
+        return render_detail(op.finding, now)
+    assert op.finding is not None  # noqa: S101 - parents carry a finding or a summary
+    change = op.entry if webhook else None  # a webhook post says what changed
+    return render_parent(op.finding, now, reminder=op.reminder, change=change)

@@ -1,0 +1,77 @@
+"""Apply one ladder step: the one path for the loop's steps and for ``guardian restore``.
+
+``check`` reads the workload again and says whether the step is still wanted (the
+evidence check just before acting). A 409 means the object changed under us: read
+again, check again, at most ``MAX_CONFLICT_RETRIES`` times. Every outcome, a failure
+included, goes to the ledger through the StepRecorder.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from guardian.adapters.kube.executor import Executor, Result
+from guardian.adapters.kube.rest import Conflict, Forbidden, NotFound
+from guardian.app.remediation.recording import StepRecorder
+from guardian.model.reclaim import PlannedAction, WorkloadState
+from guardian_common.errors import GuardianError, PermanentError, TransientError
+
+logger = logging.getLogger(__name__)
+
+MAX_CONFLICT_RETRIES = 3
+
+Ready = tuple[PlannedAction, WorkloadState]  # the step still wanted, the workload as just read
+Check = Callable[[], Ready | None]  # None: nothing to do any more
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """How one step ended: the executor's result, or the error that stopped it."""
+
+    result: Result | None = None
+    error: GuardianError | None = None  # None with no result: the check found nothing to do
+
+    def done(self) -> Result:
+        """The result; raises the error that stopped the step instead."""
+        if self.result is None:
+            raise self.error or PermanentError("nothing to do: the step is no longer wanted")
+        return self.result
+
+
+class StepRunner:
+    def __init__(self, executor: Executor, recorder: StepRecorder) -> None:
+        self.executor = executor
+        self.recorder = recorder
+
+    def run(self, check: Check, now: float) -> StepReport:
+        action: PlannedAction | None = None
+        for _attempt in range(MAX_CONFLICT_RETRIES):
+            ready = check()
+            if ready is None:
+                return StepReport()
+            action, ws = ready
+            try:
+                result = self.executor.apply(action, ws, now)
+            except Conflict as exc:
+                self.recorder.metrics.conflicts.inc()
+                logger.info("conflict on %s: reading again and re-planning (%s)", ws.ref, exc)
+                continue
+            except NotFound as exc:
+                logger.info("%s disappeared during %s: dropped", ws.ref, action.step)
+                return StepReport(error=exc)
+            except Forbidden as exc:
+                self.recorder.metrics.api_forbidden.inc()
+                logger.error("forbidden: %s: grant the controller's ClusterRole this verb", exc)
+                self.recorder.failed(action, now, f"forbidden by RBAC: {exc}")
+                return StepReport(error=exc)
+            except GuardianError as exc:
+                self.recorder.failed(action, now, str(exc))
+                return StepReport(error=exc)
+            self.recorder.applied(action, ws, now, result)
+            return StepReport(result)
+        gave_up = f"gave up after {MAX_CONFLICT_RETRIES} conflicts"
+        if action is not None:  # always: every attempt got as far as applying
+            self.recorder.failed(action, now, gave_up)
+        return StepReport(error=TransientError(f"{gave_up}: it kept changing; try again"))
