@@ -29,6 +29,7 @@ from guardian.app.remediation.build import (
     engine_alerts,
     pipeline_group_names,
 )
+from guardian.app.remediation.clusters import served_clusters
 from guardian.app.remediation.metrics import RemediationMetrics
 from guardian.app.remediation.policy_files import load_policies
 from guardian.app.rules.runtime import RuleEngine, TransactionWriter
@@ -62,6 +63,9 @@ class ControllerParts:
                 alerts=engine_alerts(engine),
                 pipeline_groups=pipeline_group_names(engine.groups),
                 metrics=RemediationMetrics(engine.metrics.registry),
+                default_cluster=settings.external_labels.get("cluster", ""),
+                # Through the engine's current querier (a reload may replace it).
+                source_clusters=served_clusters(lambda expr, ts: engine.query(expr, ts)),
             )
             engine.listeners.append(self.remediation.loop.on_evaluation)
         if settings.slack is not None and settings.slack.enabled:

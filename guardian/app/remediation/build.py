@@ -25,7 +25,9 @@ from guardian.adapters.kube.executor import Executor
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.kube.rest import KubeRest
 from guardian.adapters.ledger import Ledger
+from guardian.adapters.refused_alerts import RefusedAlertStore
 from guardian.adapters.sqlite_db import Database
+from guardian.app.remediation.clusters import ClusterFilter, SourceClusters
 from guardian.app.remediation.leader import LeaseElector
 from guardian.app.remediation.loop import RemediationLoop
 from guardian.app.remediation.metrics import RemediationMetrics
@@ -122,7 +124,11 @@ def build_remediation(
     pipeline_groups: Sequence[str],
     api_client: Any = None,
     metrics: RemediationMetrics | None = None,
+    default_cluster: str = "",
+    source_clusters: SourceClusters | None = None,
 ) -> RemediationParts:
+    """``default_cluster`` is this controller's cluster when ``settings.cluster`` is unset;
+    ``source_clusters`` reads which clusters the query endpoint serves."""
     policies = load_policies(settings.policy_files)
     rest = KubeRest(
         api_client if api_client is not None else kube_api_client(settings.kubeconfig),
@@ -131,6 +137,11 @@ def build_remediation(
     reader = KubeReader(rest)
     metrics = metrics or RemediationMetrics()
     ledger = Ledger.attach(db)
+    clusters = ClusterFilter(
+        settings.cluster or default_cluster, metrics=metrics, store=RefusedAlertStore.attach(db)
+    )
+    if source_clusters is not None:
+        clusters.source_clusters = source_clusters
     elector: LeaseElector | None = None
     le = settings.leader_election
     if le.enabled:
@@ -160,5 +171,6 @@ def build_remediation(
         cycle_interval=settings.cycle_interval,
         metrics=metrics,
         is_leader=elector.is_leader if elector is not None else (lambda: True),
+        clusters=clusters,
     )
     return RemediationParts(loop, ledger, rest, metrics, elector)

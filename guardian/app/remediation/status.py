@@ -11,6 +11,7 @@ from typing import Any
 
 from guardian.adapters.kube.executor import restore_command
 from guardian.adapters.ledger import EpisodeState, Ledger
+from guardian.adapters.refused_alerts import RefusedAlertStore
 from guardian.model.remediation_events import LadderStep, RemediationEvent, StepOutcome
 from guardian.model.times import rfc3339
 from guardian_common.errors import PermanentError
@@ -21,9 +22,15 @@ class StatusReport:
     alerts: list[dict[str, Any]] = field(default_factory=list)
     pending: list[dict[str, Any]] = field(default_factory=list)
     reclaimed: list[dict[str, Any]] = field(default_factory=list)
+    refused: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"alerts": self.alerts, "pending": self.pending, "reclaimed": self.reclaimed}
+        return {
+            "alerts": self.alerts,
+            "pending": self.pending,
+            "reclaimed": self.reclaimed,
+            "refused": self.refused,
+        }
 
     def render(self) -> str:
         out = [f"Active alerts ({len(self.alerts)}):"]
@@ -42,6 +49,16 @@ class StatusReport:
                 f"  {p['workload']:<48} next {p['next_step']:<8} {due}  policy {p['policy']}"
                 f"{mode}  last: {p['last']}"
             )
+        out.append(f"Alerts refused by the last cycle ({len(self.refused)}):")
+        for r in self.refused:
+            labels = r["labels"]
+            where = f"{labels.get('namespace', '-')}/{labels.get('pod', '-')}"
+            cluster = labels.get("cluster") or "(no cluster)"
+            out.append(
+                f"  {labels.get('alertname', '?'):<26} {where:<40} cluster {cluster:<12} "
+                f"since {r['since']}"
+            )
+            out.append(f"    {r['kind']}: {r['reason']}")
         out.append(f"Reclaimed workloads ({len(self.reclaimed)}):")
         for r in self.reclaimed:
             out.append(
@@ -72,12 +89,30 @@ def _alerts(ledger: Ledger) -> list[dict[str, Any]]:
     ]
 
 
+def _refused(ledger: Ledger) -> list[dict[str, Any]]:
+    # The loop's table (adapters/refused_alerts.py); absent until remediation has run.
+    try:
+        rows = RefusedAlertStore(ledger.db).current()
+    except sqlite3.OperationalError:
+        return []
+    return [
+        {
+            "labels": row.labels.to_dict(),
+            "kind": row.refusal,
+            "reason": row.reason,
+            "since": rfc3339(row.since),
+            "last_seen": rfc3339(row.last_seen),
+        }
+        for row in rows
+    ]
+
+
 def _last(events: list[RemediationEvent]) -> RemediationEvent | None:
     return events[-1] if events else None
 
 
 def build_status(ledger: Ledger) -> StatusReport:
-    report = StatusReport(alerts=_alerts(ledger))
+    report = StatusReport(alerts=_alerts(ledger), refused=_refused(ledger))
     for episode in ledger.episodes(EpisodeState.OPEN):
         events = ledger.events_for([episode.episode])
         last = _last(events)
