@@ -9,6 +9,7 @@ cluster ``a``'s API only.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,17 +17,27 @@ from typing import Any
 
 import pytest
 
+from guardian.adapters.kube.executor import Executor
+from guardian.adapters.kube.reader import KubeReader
+from guardian.adapters.ledger import Ledger
+from guardian.app.remediation.loop import RemediationLoop
 from guardian.app.remediation.status import build_status
+from guardian.engine.remediation import PlannerSettings
+from guardian.model.alerts import EvaluationHealth, GroupEvaluation, RuleOutcome
+from guardian.model.labels import LabelSet
+from guardian.model.policies_load import parse_policies
+from guardian.model.reclaim import FiringAlert
 from guardian.model.remediation_events import WorkloadRef
 from guardian.sim.kubeapi import FakeKubeAPI
 from guardian.sim.kubeapi import builders as b
 from guardian.sim.openmetrics import Sample, render_openmetrics
 
-from .scenario import POLICY, Controller, at, start_controller
+from .scenario import POLICY, T0, Controller, at, start_controller
 
 pytestmark = pytest.mark.e2e
 
 MINUTES = 70
+NOW = T0 + 86_400 * 2  # the fake cluster's objects were created a day before T0
 # (cluster, namespace, workload, pod, node, uuid, utilization)
 GPUS = [
     ("a", "ml", "busy-serve", "busy-serve-abc-1", "n1", "GPU-a1", 0.8),
@@ -166,3 +177,55 @@ def test_a_replaced_pod_is_not_the_pod_that_was_idle(stage: Stage, kube: FakeKub
     assert refused, build_status(ledger).refused
     assert "uid-of-the-old-pod" in refused[0]["reason"]
     assert stage.uids["idle-train-abc-1"] in refused[0]["reason"]
+
+
+class ReplacesThePod:
+    """A reader that, when the loop reads the workload again just before its step,
+    first lets the pod be replaced by a same-named one on another node (new UID)."""
+
+    def __init__(self, kube: FakeKubeAPI, inner: KubeReader) -> None:
+        self.kube = kube
+        self.inner = inner
+        self.reads = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def workload(self, ref: WorkloadRef, *args: Any) -> Any:
+        self.reads += 1
+        if self.reads == 1:  # the cycle's snapshot reads through the inner reader
+            old = self.kube.get("Pod", "train-1", "ml")
+            self.kube.delete("Pod", "train-1", "ml")
+            owners = old["metadata"]["ownerReferences"]
+            self.kube.create(b.pod("train-1", "ml", node="n2", owners=owners))
+        return self.inner.workload(ref, *args)
+
+
+def test_the_recheck_before_a_step_reads_the_pod_again(
+    kube: FakeKubeAPI, reader: KubeReader, executor: Executor, tmp_path: Path
+) -> None:
+    dep = kube.create(b.deployment("train", "ml", replicas=2))
+    rs = kube.create(b.replicaset("train-x", "ml", owners=[b.owner_reference(dep)]))
+    pod = kube.create(b.pod("train-1", "ml", node="n1", owners=[b.owner_reference(rs)]))
+    labels = {"alertname": "GpuIdle", "guardian_class": "reclaimable", "namespace": "ml",
+              "pod": "train-1", "node": "n1", "pod_uid": pod["metadata"]["uid"]}  # fmt: skip
+    idle = FiringAlert(LabelSet(labels), NOW - 3600, True, group="idle")
+    loop = RemediationLoop(
+        policies=parse_policies(POLICY, "p.yaml"),
+        reader=ReplacesThePod(kube, reader),  # type: ignore[arg-type]
+        executor=executor,
+        ledger=Ledger.open(str(tmp_path / "state.db")),
+        alerts=lambda: [idle],
+        planner=PlannerSettings(dry_run=False),
+        controller_namespace="gpu-guardian",
+    )
+    evaluation = GroupEvaluation(
+        "idle", "r.yaml", NOW, (RuleOutcome("GpuIdle", EvaluationHealth.OK),), ()
+    )
+    loop.on_evaluation(evaluation)  # notify was planned on the old pod; re-checked on the new
+
+    assert loop.ledger.all_events() == []
+    assert not kube.requests(verb="patch")
+    loop.on_evaluation(dataclasses.replace(evaluation, ts=NOW + 60))
+    assert loop.metrics.refused_alerts.labels("pod_mismatch")._value.get() == 1
+    assert loop.ledger.all_events() == []
