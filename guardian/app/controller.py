@@ -21,6 +21,7 @@ import sqlite3
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 
+from guardian.adapters.kube.credentials import api_access
 from guardian.app.notify import SlackNotifier
 from guardian.app.notify.owner_context import OwnerLookup
 from guardian.app.remediation.build import (
@@ -66,7 +67,11 @@ class ControllerParts:
                 default_cluster=settings.external_labels.get("cluster", ""),
                 # Through the engine's current querier (a reload may replace it).
                 source_clusters=served_clusters(lambda expr, ts: engine.query(expr, ts)),
+                env=env,
             )
+            # Credentials that load but cannot be used fail the start, in one line.
+            with api_access(self.remediation.rest.api_client):
+                self.remediation.loop.reader.namespace(settings.remediation.controller_namespace)
             engine.listeners.append(self.remediation.loop.on_evaluation)
         if settings.slack is not None and settings.slack.enabled:
             # Owner details and mentions need the cluster, which remediation reads anyway.

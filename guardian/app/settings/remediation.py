@@ -48,7 +48,10 @@ class RemediationSettings(StrictModel):
     controller_namespace: str = "gpu-guardian"
     """Namespace the controller runs in (Lease, kill switch); the manifests' namespace."""
     kubeconfig: ConfigPath | None = None
-    """kubeconfig file; unset: the in-cluster service account."""
+    """kubeconfig file; unset: the in-cluster service account, else ``$KUBECONFIG``, else
+    ``~/.kube/config``."""
+    kube_context: str | None = None
+    """kubeconfig context to use; unset: the kubeconfig's current context."""
     api_timeout: Duration = 10.0
     """Seconds one Kubernetes API call may take. 10s: a healthy API server answers in
     well under a second; longer means it is overloaded, and the cycle moves on."""
