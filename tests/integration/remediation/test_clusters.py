@@ -160,6 +160,9 @@ def test_controller_of_a_reclaims_a_and_refuses_b(stage: Stage, kube: FakeKubeAP
     assert foreign["kind"] == "foreign_cluster"
     assert "about cluster b; this controller acts on cluster a" in foreign["reason"]
     assert metrics.refused_alerts.labels("foreign_cluster")._value.get() == 1
+    text = report.render()
+    assert "Alerts refused by the last cycle (1):" in text
+    assert "foreign_cluster: the alert is about cluster b" in text
 
 
 @pytest.mark.timeout(180)
