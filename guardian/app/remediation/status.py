@@ -21,7 +21,10 @@ from guardian.adapters.refused_alerts import RefusedAlertStore
 from guardian.app.remediation.build import command_credentials, state_database
 from guardian.app.settings.config_file import load_settings
 from guardian.app.settings.remediation import RemediationSettings
+from guardian.engine.remediation.guards import cluster_wide_why, is_pipeline
+from guardian.model.labels import LabelSet
 from guardian.model.policies import Annotations
+from guardian.model.reclaim import FiringAlert
 from guardian.model.remediation_events import (
     LadderStep,
     RemediationEvent,
@@ -38,6 +41,7 @@ class StatusReport:
     pending: list[dict[str, Any]] = field(default_factory=list)
     reclaimed: list[dict[str, Any]] = field(default_factory=list)
     refused: list[dict[str, Any]] = field(default_factory=list)
+    holds: list[dict[str, Any]] = field(default_factory=list)
     live: dict[str, Any] | None = None  # read from the cluster; None: not asked for
     reclaimed_refs: list[WorkloadRef] = field(default_factory=list)  # as ``reclaimed``
 
@@ -47,6 +51,7 @@ class StatusReport:
             "pending": self.pending,
             "reclaimed": self.reclaimed,
             "refused": self.refused,
+            "holds": self.holds,
         }
         if self.live is not None:
             out["live"] = self.live
@@ -61,6 +66,11 @@ class StatusReport:
                 f"  {a['state']:<8} {labels.get('alertname', '?'):<26} {where:<40} "
                 f"since {a['active_at']}"
             )
+        out.append(f"Remediation holds ({len(self.holds)}):")
+        for h in self.holds:
+            out.append(f"  {h['state']:<8} {h['alertname']:<26} {h['scope']}")
+            if h["why"]:
+                out.append(f"    {h['why']}")
         out.append(f"Pending ladder steps ({len(self.pending)}):")
         for p in self.pending:
             due = f"due {p['due']}" if p["due"] else "next cycle"
@@ -114,6 +124,29 @@ def _alerts(ledger: Ledger) -> list[dict[str, Any]]:
     ]
 
 
+def _holds(alerts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Pipeline alerts hold the ladder: on their node, or, naming none, cluster-wide."""
+    holds = []
+    for a in alerts:
+        labels = a["labels"]
+        if not is_pipeline(labels):
+            continue
+        node = labels.get("node", "")
+        cluster = labels.get("cluster", "")
+        where = f" in cluster {cluster}" if cluster else ""
+        problem = FiringAlert(LabelSet(labels), 0.0, a["state"] == "firing")
+        holds.append(
+            {
+                "alertname": labels.get("alertname", "?"),
+                "state": a["state"],
+                "labels": labels,
+                "scope": f"node {node}{where}" if node else f"cluster-wide{where}",
+                "why": "" if node else cluster_wide_why(problem),
+            }
+        )
+    return holds
+
+
 def _refused(ledger: Ledger) -> list[dict[str, Any]]:
     # The loop's table (adapters/refused_alerts.py); absent until remediation has run.
     try:
@@ -137,7 +170,8 @@ def _last(events: list[RemediationEvent]) -> RemediationEvent | None:
 
 
 def build_status(ledger: Ledger) -> StatusReport:
-    report = StatusReport(alerts=_alerts(ledger), refused=_refused(ledger))
+    alerts = _alerts(ledger)
+    report = StatusReport(alerts=alerts, refused=_refused(ledger), holds=_holds(alerts))
     for episode in ledger.episodes(EpisodeState.OPEN):
         events = ledger.events_for([episode.episode])
         last = _last(events)
