@@ -25,7 +25,7 @@ from guardian.adapters.kube.rest import KubeRest
 from guardian.adapters.ledger import Ledger
 from guardian.adapters.refused_alerts import RefusedAlertStore
 from guardian.adapters.sqlite_db import Database
-from guardian.app.remediation.clusters import ClusterFilter, SourceClusters
+from guardian.app.remediation.clusters import ClusterFilter, SourceClusters, alerts_only
 from guardian.app.remediation.leader import LeaseElector
 from guardian.app.remediation.loop import RemediationLoop
 from guardian.app.remediation.metrics import RemediationMetrics
@@ -141,10 +141,11 @@ def build_remediation(
     metrics = metrics or RemediationMetrics()
     ledger = Ledger.attach(db)
     clusters = ClusterFilter(
-        settings.cluster or default_cluster, metrics=metrics, store=RefusedAlertStore.attach(db)
+        settings.cluster or default_cluster,
+        source_clusters or alerts_only,
+        RefusedAlertStore.attach(db),
+        metrics,
     )
-    if source_clusters is not None:
-        clusters.source_clusters = source_clusters
     elector: LeaseElector | None = None
     le = settings.leader_election
     if le.enabled:

@@ -47,14 +47,15 @@ def served_clusters(query: Callable[[str, float], QueryResult]) -> SourceCluster
     return clusters
 
 
-def _none(_ts: float) -> frozenset[str]:
+def alerts_only(_ts: float) -> frozenset[str]:
+    """No query: only the clusters the alerts themselves name count as served."""
     return frozenset()
 
 
 @dataclass
 class ClusterFilter:
     own: str = ""  # this controller's cluster; "": not configured
-    source_clusters: SourceClusters = _none
+    source_clusters: SourceClusters = alerts_only
     store: RefusedAlertStore | None = None
     metrics: RemediationMetrics = field(default_factory=RemediationMetrics)
     scope: ClusterScope = field(default_factory=ClusterScope)  # as of the last cycle
