@@ -5,7 +5,8 @@ keeps each group's last evaluation health, and at most once per ``cycle_interval
 evaluation time it reads the cluster, plans (pure), and applies the plan. Just before
 each step it reads the workload again and re-plans it alone; a 409 does the same
 (step_runner.py). Every step and every new refusal goes to the ledger as a
-RemediationEvent.
+RemediationEvent. With Alertmanagers configured, each cycle first asks them which of its
+alerts are silenced or inhibited (``suppressions``; app/alertmanager/silence_gather.py).
 """
 
 from __future__ import annotations
@@ -42,10 +43,14 @@ from guardian.model.remediation_events import (
     StepOutcome,
     WorkloadRef,
 )
+from guardian.model.suppressions import NOT_CHECKED, Suppressions
 from guardian.model.times import parse_rfc3339
 from guardian_common.errors import GuardianError
 
 logger = logging.getLogger(__name__)
+
+# The cycle's alerts in, Alertmanager's silences and inhibitions for them out.
+SuppressionSource = Callable[[Sequence[FiringAlert]], Suppressions]
 
 FOUND_APPLIED = "found applied in the cluster after a restart"
 
@@ -86,6 +91,8 @@ class RemediationLoop:
         self.is_leader = is_leader
         self.recorder = StepRecorder(ledger, self.metrics)
         self.health: dict[str, GroupHealth] = {}
+        self.suppressions: SuppressionSource = lambda _alerts: NOT_CHECKED
+        self.held: Suppressions = NOT_CHECKED  # this cycle's answer
         self.last_cycle: float | None = None
         self._lock = threading.Lock()
 
@@ -117,6 +124,7 @@ class RemediationLoop:
             self.last_cycle = now
             self.metrics.cycles.inc()
             alerts = self._relevant(self.alerts())
+            self.held = self.suppressions(alerts)
             snapshot = self._snapshot(alerts, now)
             self._reconcile(snapshot, now)
             result = self._plan(alerts, snapshot, now)
@@ -163,6 +171,7 @@ class RemediationLoop:
             now,
             health=self.health,
             settings=self.planner,
+            suppressions=self.held,
         )
 
     def _reconcile(self, snapshot: ClusterSnapshot, now: float) -> None:
@@ -244,6 +253,7 @@ class RemediationLoop:
             now,
             health=self.health,
             settings=self.planner,
+            suppressions=self.held,
         )
         for candidate in again.actions:
             if candidate.workload == ref:
