@@ -1,5 +1,6 @@
 """The engine's HTTP endpoint: ``/api/v1/alerts`` (Prometheus's shape), ``/api/v1/status``
-(``guardian status`` as JSON), ``/healthz``, ``/readyz`` and ``/metrics``."""
+(``guardian status`` as JSON), ``/graph`` (where an alert's generatorURL points: the rules
+with that expression and their alerts), ``/healthz``, ``/readyz`` and ``/metrics``."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from collections.abc import Callable
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from guardian.app.alertmanager.output import evaluated_expr
 from guardian.app.rules.runtime import ActiveAlert, RuleEngine
 from guardian.model.times import rfc3339
 
@@ -51,6 +54,26 @@ def alert_json(item: ActiveAlert) -> dict[str, Any]:
     return out
 
 
+def graph_json(engine: RuleEngine, query: str) -> dict[str, Any]:
+    """``/graph?g0.expr=...``: the rules evaluating that expression, with their alerts."""
+    expr = (parse_qs(query).get("g0.expr") or [""])[0]
+    active = engine.active_alerts()
+    rules = [
+        {
+            "group": group.name,
+            "rule": rule.rule.name,
+            "labels": dict(rule.rule.labels),
+            "alerts": [
+                alert_json(a) for a in active if a.group == group.name and a.rule == rule.rule.name
+            ],
+        }
+        for group in engine.groups
+        for _key, rule in group.rules
+        if evaluated_expr(rule) == expr
+    ]
+    return {"status": "success", "data": {"expr": expr, "rules": rules}}
+
+
 class EngineHTTPServer:
     def __init__(
         self, engine: RuleEngine, host: str, port: int, *, status: StatusSource | None = None
@@ -84,7 +107,7 @@ class EngineHTTPServer:
         self._server.server_close()
 
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
-        path = handler.path.split("?", 1)[0]
+        path, _, query = handler.path.partition("?")
         try:
             if path == "/api/v1/alerts":
                 alerts = [alert_json(a) for a in self.engine.active_alerts()]
@@ -92,6 +115,9 @@ class EngineHTTPServer:
                 self._reply(handler, 200, json.dumps(body).encode(), "application/json")
             elif path == "/api/v1/status" and self.status is not None:
                 self._status(handler, self.status)
+            elif path == "/graph":
+                graph = json.dumps(graph_json(self.engine, query)).encode()
+                self._reply(handler, 200, graph, "application/json")
             elif path == "/healthz":
                 self._reply(handler, 200, b"ok\n", "text/plain")
             elif path == "/readyz":
