@@ -69,7 +69,7 @@ class NotificationQueue:
         *,
         capacity: int = DEFAULT_CAPACITY,
         observer: QueueObserver | None = None,
-        max_backoff: float = 30.0,
+        max_backoff: float = 5.0,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         if capacity < 1:
