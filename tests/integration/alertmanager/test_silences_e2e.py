@@ -16,7 +16,7 @@ keeps time: minute 45 of the scenario is now.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,14 +42,9 @@ TOKEN = "xoxb-silences"  # noqa: S105 - the fake workspace's token
 CHANNEL = Channel("C0ALERTS", "gpu-alerts")
 IDLE = WorkloadRef("apps/v1", "Deployment", "ml", "idle-train")
 POD = "idle-train-abc-1"
-T0 = time.time() - 45 * 60  # minute 45 is now
 
 
-def at(minute: float) -> float:
-    return T0 + minute * 60
-
-
-def fleet() -> str:
+def fleet(at: Callable[[float], float]) -> str:
     samples: list[Sample] = []
     for i in range(0, 90):
         ts = at(i)
@@ -131,7 +126,12 @@ def test_a_silence_pauses_the_ladder_and_alertmanager_down_blocks_it(
     slack: FakeSlack,
     tmp_path: Path,
 ) -> None:
-    prom = prometheus(openmetrics=fleet())
+    t0 = time.time() - 45 * 60  # minute 45 is now
+
+    def at(minute: float) -> float:
+        return t0 + minute * 60
+
+    prom = prometheus(openmetrics=fleet(at))
     am = alertmanager()
     seed(kube)
     kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
