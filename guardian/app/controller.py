@@ -210,6 +210,11 @@ def _restart_only(old: Settings, new: Settings) -> list[str]:
         ("alertmanager", old.alertmanager, new.alertmanager),
         ("alerts", old.alerts, new.alerts),
     ]
+    if new.alertmanager is not None:  # what the alerts sent to Alertmanager carry
+        pairs += [
+            ("external_labels (for Alertmanager)", old.external_labels, new.external_labels),
+            ("external_url (for Alertmanager)", old.external_url, new.external_url),
+        ]
     a, b = old.remediation, new.remediation
     pairs += [
         (f"remediation.{name}", getattr(a, name), getattr(b, name))
