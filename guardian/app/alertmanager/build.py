@@ -49,6 +49,15 @@ def _as_is(labels: LabelSet) -> LabelSet | None:
     return labels
 
 
+def _as_sent(settings: SendSettings) -> Outgoing:
+    """How Alertmanager lists an alert we send: external labels, then relabelling."""
+
+    def outgoing(labels: LabelSet) -> LabelSet | None:
+        return outgoing_labels(labels, settings)
+
+    return outgoing
+
+
 def build_alertmanager(
     settings: Settings,
     engine: RuleEngine,
@@ -75,15 +84,12 @@ def build_alertmanager(
         relabel=am.relabel_configs(),
         external_url=settings.external_url,
     )
-    outgoing: Outgoing = _as_is
+    outgoing: Outgoing = _as_is  # another sender's alerts: found by our labels alone
     queue = output = None
     if sends:
         queue = NotificationQueue(clients, capacity=am.queue_capacity, observer=metrics)
         output = AlertmanagerOutput(engine, queue, send_settings, is_leader=is_leader)
-
-        def outgoing(labels: LabelSet) -> LabelSet | None:
-            return outgoing_labels(labels, send_settings)
-
+        outgoing = _as_sent(send_settings)
     gatherer = SilenceGatherer(
         clients, outgoing, queue=queue, wait=am.silence_wait, metrics=metrics
     )
