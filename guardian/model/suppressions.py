@@ -21,12 +21,14 @@ class Suppressions:
     ``unavailable`` says why no Alertmanager answered: then nothing is known, and every
     alert is held (missing data is no permission to act). ``held`` maps an alert's labels
     (as the engine holds them) to why it is held: silenced, inhibited, or not yet known to
-    Alertmanager. An alert not in ``held`` is known to Alertmanager and not suppressed.
+    Alertmanager. Of the alerts asked about (``asked``), one not in ``held`` is known to
+    Alertmanager and not suppressed; one not asked about (it fired since) is unknown.
     """
 
     checked: bool = False
     unavailable: str = ""
     held: Mapping[LabelSet, str] = field(default_factory=dict)
+    asked: frozenset[LabelSet] = frozenset()
 
     def reason(self, labels: LabelSet) -> str | None:
         """Why the alert with ``labels`` may not be acted on, or None."""
@@ -34,6 +36,9 @@ class Suppressions:
             return None
         if self.unavailable:
             return self.unavailable
+        if labels not in self.asked:
+            name = labels.get("alertname", "the alert")
+            return f"Alertmanager was not asked about {name} this cycle (missing data: no step)"
         return self.held.get(labels)
 
 

@@ -101,16 +101,18 @@ def suppressions(
 ) -> Suppressions:
     """The cycle's view from the answers of the Alertmanagers that answered (``views``)
     and the errors of those that did not."""
+    asked = frozenset(alerts)
     if not views:
         why = "; ".join(errors) or "no Alertmanager configured to ask"
         return Suppressions(
             checked=True,
             unavailable=f"no Alertmanager answered, so silences are unknown ({why}): missing "
             "data, no step",
+            asked=asked,
         )
     held: dict[LabelSet, str] = {}
-    for labels in alerts:
+    for labels in asked:
         reason = hold_reason(labels, outgoing, views)
         if reason is not None:
             held[labels] = reason
-    return Suppressions(checked=True, held=held)
+    return Suppressions(checked=True, held=held, asked=asked)

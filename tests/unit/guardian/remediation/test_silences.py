@@ -15,6 +15,7 @@ from .factories import NOW, alert, enforce, healthy, snapshot, workload
 
 REAL = PlannerSettings(dry_run=False, pipeline_groups=("pipeline",))
 SILENCED = "silenced in Alertmanager by alice until 2023-11-16T03:00:00Z (silence s1: maint)"
+ASKED = frozenset({alert().labels})
 
 
 def _plan(suppressions: Suppressions, **spec: object) -> Plan:
@@ -36,7 +37,7 @@ def test_without_alertmanager_nothing_is_held() -> None:
 
 
 def test_a_silenced_alert_holds_every_ladder_step_with_alertmanagers_reason() -> None:
-    held = Suppressions(checked=True, held={alert().labels: SILENCED})
+    held = Suppressions(checked=True, held={alert().labels: SILENCED}, asked=ASKED)
     result = _plan(held)
     assert result.actions == ()
     (wait,) = result.waits
@@ -46,8 +47,17 @@ def test_a_silenced_alert_holds_every_ladder_step_with_alertmanagers_reason() ->
 
 def test_an_alert_alertmanager_does_not_hold_goes_ahead() -> None:
     other = alert(pod="other-1").labels
-    result = _plan(Suppressions(checked=True, held={other: SILENCED}))
+    asked = frozenset({alert().labels, other})
+    result = _plan(Suppressions(checked=True, held={other: SILENCED}, asked=asked))
     assert [a.step for a in result.actions] == [LadderStep.NOTIFY]
+
+
+def test_an_alert_not_asked_about_this_cycle_is_unknown() -> None:
+    result = _plan(Suppressions(checked=True, asked=frozenset({alert(pod="other-1").labels})))
+    assert result.actions == ()
+    assert result.waits[0].reason == (
+        "Alertmanager was not asked about GpuIdle this cycle (missing data: no step)"
+    )
 
 
 def test_no_alertmanager_answering_is_missing_data() -> None:
