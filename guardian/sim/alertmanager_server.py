@@ -137,7 +137,8 @@ def run_amtool(amtool: str, *args: str, timeout: float = 30.0) -> str:
         [amtool, *args], capture_output=True, text=True, timeout=timeout, check=False
     )
     if result.returncode != 0:
-        raise AmtoolError(f"amtool {' '.join(args)}: {(result.stderr or result.stdout).strip()}")
+        output = f"{result.stdout.strip()}\n{result.stderr.strip()}".strip()
+        raise AmtoolError(f"amtool {' '.join(args)}: {output}")
     return result.stdout
 
 
