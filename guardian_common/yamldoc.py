@@ -11,19 +11,32 @@ Hostile input fails as a ConfigError, never as a traceback, a hang or a memory b
 - an alias inside the node it refers to (a cycle) is an error;
 - control characters, invalid scalars (``2024-13-45``, a 5,000-digit integer) and
   unknown tags are errors at their line.
+
+Merge keys (``<<: *anchor``, ``<<: [*a, *b]``) are honoured, as Go's YAML libraries
+honour them for Prometheus. Which value wins differs between them, so the caller picks:
+
+- ``"spec"`` (yaml.v3, Prometheus rule files): keys written in the mapping win over
+  merged ones, and earlier merge sources over later ones;
+- ``"document"`` (yaml.v2, promtool test files): whatever comes later in the document
+  wins, merged or written, the sources of a list applied last to first. The places where
+  one value replaced another are kept in ``YamlDocument.merge_conflicts`` (yaml.v2's
+  strict decoding refuses them in maps).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
 from guardian_common.errors import ConfigError
 
 Path = tuple[str | int, ...]
+MergeOrder = Literal["spec", "document"]
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 MAX_DEPTH = 100
 """Nesting levels a document may have. Our files need fewer than ten."""
@@ -51,6 +64,8 @@ class YamlDocument:
     lines: dict[Path, int] = field(default_factory=dict)
     node: yaml.Node | None = None
     """The composed node graph, for readers that need the source text of scalars."""
+    # Paths whose value replaced another through a merge key, with the line of each.
+    merge_conflicts: dict[Path, int] = field(default_factory=dict)
 
     def line(self, path: Path) -> int | None:
         """The line of ``path``, or of its nearest ancestor that has one."""
@@ -76,35 +91,136 @@ def dotted(path: Path) -> str:
     return out
 
 
+def is_merge_key(node: yaml.Node) -> bool:
+    return isinstance(node, yaml.ScalarNode) and node.tag == _MERGE_TAG
+
+
+_NodePair = tuple[yaml.Node, yaml.Node]
+
+
+class _Merger:
+    """The effective key/value nodes of a mapping once its merge keys are applied."""
+
+    def __init__(
+        self,
+        source: str,
+        order: MergeOrder,
+        spend: Callable[[yaml.Node, Path], None] | None = None,
+    ) -> None:
+        self.source = source
+        self.order = order
+        # Merged keys count against the document's node budget, so that a chain of
+        # merges over merges cannot expand exponentially.
+        self._spend = spend
+        self._scalars = yaml.SafeLoader("")
+        self.conflicts: list[tuple[str, int]] = []  # (key, line) of each replacement
+
+    def key(self, node: yaml.Node) -> str:
+        if not isinstance(node, yaml.ScalarNode):
+            raise ConfigError(
+                "a mapping key must be a scalar", path=self.source, line=node.start_mark.line + 1
+            )
+        try:
+            key = self._scalars.construct_object(node, deep=True)
+        except (yaml.YAMLError, ValueError, OverflowError) as exc:
+            reason = getattr(exc, "problem", None) or exc
+            raise ConfigError(
+                f"invalid mapping key {_clip(node.value)}: {reason}",
+                path=self.source,
+                line=node.start_mark.line + 1,
+            ) from None
+        return key if isinstance(key, str) else str(key)
+
+    def sources(self, value: yaml.Node) -> list[yaml.MappingNode]:
+        nodes = value.value if isinstance(value, yaml.SequenceNode) else [value]
+        if not all(isinstance(n, yaml.MappingNode) for n in nodes):
+            raise ConfigError(
+                "a merge key (<<) takes a mapping or a list of mappings",
+                path=self.source,
+                line=value.start_mark.line + 1,
+            )
+        return [n for n in nodes if isinstance(n, yaml.MappingNode)]
+
+    def pairs(
+        self, node: yaml.MappingNode, path: Path = (), active: tuple[int, ...] = ()
+    ) -> dict[str, _NodePair]:
+        if id(node) in active:
+            raise ConfigError(
+                "a merge key (<<) refers to the mapping it is in",
+                path=self.source,
+                line=node.start_mark.line + 1,
+            )
+        if len(active) >= MAX_DEPTH:
+            raise ConfigError(
+                f"merge keys (<<) nested deeper than {MAX_DEPTH} levels",
+                path=self.source,
+                line=node.start_mark.line + 1,
+            )
+        active = (*active, id(node))
+        explicit: dict[str, _NodePair] = {}
+        out: dict[str, _NodePair] = {}
+        for key_node, value_node in node.value:
+            if is_merge_key(key_node):
+                # Later sources first, so that earlier ones override them (both libraries).
+                for merged in reversed(self.sources(value_node)):
+                    for key, pair in self.pairs(merged, path, active).items():
+                        self._set(out, key, pair, keep=key in explicit)
+                continue
+            if self._spend is not None:
+                self._spend(key_node, path)
+            key = self.key(key_node)
+            if key in explicit:
+                raise ConfigError(
+                    f"mapping key {key!r} already defined",
+                    path=self.source,
+                    line=key_node.start_mark.line + 1,
+                    field=dotted((*path, key)),
+                )
+            explicit[key] = (key_node, value_node)
+            self._set(out, key, (key_node, value_node), keep=False)
+        return out
+
+    def _set(self, out: dict[str, _NodePair], key: str, pair: _NodePair, *, keep: bool) -> None:
+        if key in out:
+            self.conflicts.append((key, pair[0].start_mark.line + 1))
+            if keep and self.order == "spec":
+                return  # a key written in the mapping wins over merged ones
+        out[key] = pair
+
+
+def mapping_pairs(
+    node: yaml.MappingNode, source: str = "", order: MergeOrder = "spec"
+) -> list[_NodePair]:
+    """The (key node, value node) pairs of ``node`` with its merge keys applied."""
+    return list(_Merger(source, order).pairs(node).values())
+
+
 class _Builder:
-    def __init__(self, source: str, max_nodes: int, max_depth: int) -> None:
+    def __init__(
+        self, source: str, max_nodes: int, max_depth: int, order: MergeOrder = "spec"
+    ) -> None:
         self.source = source
         self.lines: dict[Path, int] = {}
+        self.merge_conflicts: dict[Path, int] = {}
         self._scalars = yaml.SafeLoader("")
         self._budget = max_nodes
         self._max_nodes = max_nodes
         self._max_depth = max_depth
+        self._merger = _Merger(source, order, self._spend)
 
     def build(self, node: yaml.Node, path: Path) -> Any:
         self._spend(node, path)
         self.lines[path] = node.start_mark.line + 1
         if isinstance(node, yaml.MappingNode):
             out: dict[str, Any] = {}
-            for key_node, value_node in node.value:
-                key = self.build(key_node, (*path, "<key>"))
-                if not isinstance(key, str):
-                    key = str(key)
-                if key in out:
-                    raise ConfigError(
-                        f"mapping key {key!r} already defined",
-                        path=self.source,
-                        line=key_node.start_mark.line + 1,
-                        field=dotted((*path, key)),
-                    )
+            pairs = self._merger.pairs(node, path)
+            for key, line in self._merger.conflicts:
+                self.merge_conflicts.setdefault((*path, key), line)
+            self._merger.conflicts.clear()
+            for key, (key_node, value_node) in pairs.items():
                 self.lines[(*path, key)] = key_node.start_mark.line + 1
                 out[key] = self.build(value_node, (*path, key))
                 self.lines[(*path, key)] = key_node.start_mark.line + 1
-            self.lines.pop((*path, "<key>"), None)
             return out
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
@@ -296,16 +412,28 @@ def compose(
 
 
 def parse_yaml(
-    text: str, source: str, *, max_nodes: int | None = None, max_depth: int = MAX_DEPTH
+    text: str,
+    source: str,
+    merge: MergeOrder = "spec",
+    *,
+    max_nodes: int | None = None,
+    max_depth: int = MAX_DEPTH,
 ) -> YamlDocument:
     """Parse one YAML document. Raises ConfigError with the line of a syntax error,
     a duplicate key, a limit exceeded, or an alias/anchor the document uses (they are
-    resolved)."""
+    resolved). ``merge`` says which value a merge key gives way to (see the module's
+    docstring)."""
     if max_nodes is None:
         max_nodes = node_budget(text)
     node = compose(text, source, max_nodes=max_nodes, max_depth=max_depth)
     if node is None:
         return YamlDocument(data=None, source=source)
-    builder = _Builder(source, max_nodes, max_depth)
+    builder = _Builder(source, max_nodes, max_depth, merge)
     data = builder.build(node, ())
-    return YamlDocument(data=data, source=source, lines=builder.lines, node=node)
+    return YamlDocument(
+        data=data,
+        source=source,
+        lines=builder.lines,
+        node=node,
+        merge_conflicts=builder.merge_conflicts,
+    )

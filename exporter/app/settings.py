@@ -40,6 +40,8 @@ SOURCES: dict[str, tuple[str, str]] = {
         "tls_key_file",
         "basic_auth_users_file",
         "max_requests",
+        "auth_failures_per_minute",
+        "listen_backlog",
         "nvml_backoff_max",
         "kubernetes",
         "kubeconfig",
@@ -101,6 +103,14 @@ class ExporterSettings(StrictModel):
     max_requests: Annotated[int, FROM_TEXT, Field(ge=1)] = 10
     """Concurrent /metrics requests before answering 503. 10: a few Prometheus replicas
     and a person with curl, while a flood cannot exhaust the node agent's memory."""
+    auth_failures_per_minute: Annotated[int, FROM_TEXT, Field(ge=1)] = 10
+    """Failed logins one client (address, or IPv6 /64) may make per minute, in a burst;
+    beyond it 429 with Retry-After and no bcrypt runs. 10: a typo or a rotated password
+    is noticed at once, while guessing gets 10 tries a minute."""
+    listen_backlog: Annotated[int, FROM_TEXT, Field(ge=1, le=65535)] = 1024
+    """Connections the kernel queues before the server accepts them (capped by
+    net.core.somaxconn). 1024: hundreds of scrapers connecting at once are queued, not
+    dropped and retried seconds later."""
     nvml_backoff_max: Duration = 60.0
     """Longest wait in seconds between NVML re-initialisations after a failure. 1m: a
     restarted driver is found within a minute without retrying in a tight loop."""

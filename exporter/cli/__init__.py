@@ -40,6 +40,8 @@ _SERVE_FLAGS: tuple[tuple[str, type, str], ...] = (
     ("tls_key_file", Path, "the certificate's private key"),
     ("basic_auth_users_file", Path, "YAML file of basic_auth_users: {user: bcrypt hash}"),
     ("max_requests", int, "concurrent /metrics requests before answering 503 (default: 10)"),
+    ("auth_failures_per_minute", int, "failed logins a client may make a minute (default: 10)"),
+    ("listen_backlog", int, "connections queued before they are accepted (default: 1024)"),
     ("nvml_backoff_max", str, "longest wait between NVML re-initialisations (default: 1m)"),
     ("kubernetes", str, "pod names and labels from the API: auto, on or off (default: auto)"),
     ("kubeconfig", Path, "kubeconfig file (default: the pod's service account)"),

@@ -18,11 +18,15 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import requests
 
-from guardian.adapters.http_credentials import CredentialError, credentials
+from guardian.adapters.http_credentials import (
+    CredentialError,
+    credentials,
+    secrets_of,
+    shown_url,
+)
 from guardian.model.alertmanager_api import AlertStatus, PostableAlert, Silence, StoredAlert
 from guardian.model.http_client import HttpClientConfig
 from guardian.model.labels import LabelSet
@@ -134,16 +138,6 @@ def parse_silences(body: Any) -> dict[str, Silence]:
     }
 
 
-def display_url(url: str) -> str:
-    """The URL without user information, for logs and metric labels."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
-
-
 def _version() -> str:
     try:
         return importlib.metadata.version("gpu-guardian")
@@ -157,9 +151,10 @@ class AlertmanagerClient:
 
     def __init__(self, config: HttpClientConfig, *, session: requests.Session | None = None):
         self.config = config
-        self.name = display_url(config.url)
+        self.name = shown_url(config)  # in logs, errors and metric labels: no credentials
         self._base = config.url.rstrip("/") + "/api/v2"
-        self._auth = credentials(config)
+        self._secrets = secrets_of(config)
+        self._auth = credentials(config, self._secrets)
         self._session = session if session is not None else requests.Session()
         self._headers = {**config.headers, "User-Agent": f"gpu-guardian/{_version()}"}
 
@@ -222,7 +217,7 @@ class AlertmanagerClient:
         status = response.status_code
         if 200 <= status < 300:
             return response
-        detail = response.text[:_BODY_IN_ERROR].strip()
+        detail = self._secrets.scrub(response.text[:_BODY_IN_ERROR].strip())
         message = f"Alertmanager {self.name}: {method} {path} answered HTTP {status}: {detail}"
         if status == 429 or status >= 500:
             raise AlertmanagerUnavailable(message)

@@ -9,6 +9,10 @@ and the whole body is read here. Statuses map to error types: 400 bad query and 
 execution errors are permanent, 503 (query timeout/overload), other 5xx, 429 and
 connection errors or timeouts are transient. 503 is never retried: Prometheus answers 503
 to a query that timed out, and running it again at once only adds load.
+
+Messages show the URL without its userinfo, and every error leaving the querier has its
+text (the server's or the HTTP library's) scrubbed of the endpoint's secrets; the
+library's exception is not chained (its text is in the message, scrubbed).
 """
 
 from __future__ import annotations
@@ -24,7 +28,12 @@ from prometheus_api_client import PrometheusConnect
 from urllib3.exceptions import MaxRetryError, NewConnectionError, TimeoutError
 from urllib3.util.retry import Retry
 
-from guardian.adapters.http_credentials import CredentialError, credentials
+from guardian.adapters.http_credentials import (
+    CredentialError,
+    credentials,
+    secrets_of,
+    shown_url,
+)
 from guardian.model.http_client import HttpClientConfig
 from guardian.model.labels import LabelSet
 from guardian.model.query import MatrixResult, PromSample, QueryResult, RangeSeries
@@ -154,6 +163,8 @@ class PrometheusQuerier:
         self.access = access
         self._observer = observer
         self._monotonic = monotonic
+        self._secrets = secrets_of(access.http)
+        self.shown_url = shown_url(access.http)
         # No status retries (a 503 is a query timeout); one quick connect retry only.
         retry = Retry(total=1, connect=1, read=0, status=0, other=0, backoff_factor=0)
         http = access.http
@@ -161,7 +172,7 @@ class PrometheusQuerier:
             url=http.url.rstrip("/"),
             headers=dict(http.headers) or None,
             retry=retry,
-            auth=credentials(http),
+            auth=credentials(http, self._secrets),
             session=session or _session(http),
             timeout=http.timeout,
             method=access.method,
@@ -213,6 +224,7 @@ class PrometheusQuerier:
             return result
         except (QueryFailedError, QueryRejectedError) as exc:
             outcome = exc.reason
+            exc.args = (self._secrets.scrub(str(exc)),)  # a server may echo a credential
             raise
         finally:
             if self._observer is not None:
@@ -236,14 +248,16 @@ class PrometheusQuerier:
         except CredentialError as exc:
             raise QueryRejectedError(str(exc), reason="auth") from exc
         except requests.RequestException as exc:
+            detail = self._secrets.scrub(f"{type(exc).__name__}: {exc}")
             if _is_timeout(exc):
                 raise QueryFailedError(
-                    f"query timed out after {self.access.http.timeout}s: {exc}",
+                    f"query to {self.shown_url} timed out after {self.access.http.timeout}s: "
+                    f"{detail}",
                     reason="timeout",
-                ) from exc
+                ) from None
             raise QueryFailedError(
-                f"cannot reach {client.url}: {exc}", reason="connection"
-            ) from exc
+                f"cannot reach {self.shown_url}: {detail}", reason="connection"
+            ) from None
         status = response.status_code
         if status == 200:
             try:
@@ -268,6 +282,13 @@ class PrometheusQuerier:
         raise QueryRejectedError(message, reason="http_error")
 
     def metric_names(self) -> set[str]:
-        """Every metric name the target knows (for ``rules check``)."""
-        values = self._client.get_label_values("__name__")
+        """Every metric name the target knows (for ``rules check``). Raises
+        QueryFailedError, with the server's or the library's text scrubbed."""
+        try:
+            values = self._client.get_label_values("__name__")
+        except Exception as exc:  # the client library raises its own types and requests'
+            detail = self._secrets.scrub(f"{type(exc).__name__}: {exc}")
+            raise QueryFailedError(
+                f"cannot list metric names from {self.shown_url}: {detail}", reason="connection"
+            ) from None
         return {str(v) for v in values}

@@ -14,8 +14,12 @@ from typing import Any
 
 import requests
 
-from guardian.adapters.alertmanager import display_url
-from guardian.adapters.http_credentials import CredentialError, credentials
+from guardian.adapters.http_credentials import (
+    CredentialError,
+    credentials,
+    secrets_of,
+    shown_url,
+)
 from guardian.model.alerts import AlertState
 from guardian.model.http_client import HttpClientConfig
 from guardian.model.labels import LabelSet
@@ -103,8 +107,9 @@ class PrometheusRulesReader:
 
     def __init__(self, config: HttpClientConfig, *, session: requests.Session | None = None):
         self.config = config
-        self.name = display_url(config.url)
-        self._auth = credentials(config)
+        self.name = shown_url(config)
+        self._secrets = secrets_of(config)
+        self._auth = credentials(config, self._secrets)
         self._session = session if session is not None else requests.Session()
 
     def close(self) -> None:
@@ -135,7 +140,8 @@ class PrometheusRulesReader:
             ) from exc
         status = response.status_code
         if status != 200:
-            message = f"rules of {self.name}: HTTP {status}: {response.text[:200].strip()}"
+            detail = self._secrets.scrub(response.text[:200].strip())
+            message = f"rules of {self.name}: HTTP {status}: {detail}"
             if status == 429 or status >= 500:
                 raise RulesUnavailable(message)
             raise RulesRejected(message)

@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import requests
 
 from guardian_common.errors import PermanentError, TransientError
+from guardian_common.redact import Secrets, redact_url
 
 STATUS_PATH = "/api/v1/status"
-
-
-def _shown(url: str) -> str:
-    """``url`` without user information, for messages."""
-    parts = urlsplit(url)
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=host))
 
 
 def status_url(base: str) -> str:
@@ -29,11 +22,13 @@ def fetch_status(base: str, timeout: float = 10.0) -> dict[str, Any]:
     """The ``data`` object of the controller's status answer. Raises TransientError when
     it cannot be reached or answers 5xx/429, PermanentError for any other answer."""
     url = status_url(base)
-    shown = _shown(url)
+    shown = redact_url(url)
+    secrets = Secrets()
+    secrets.add_url_credentials(url)
     try:
         response = requests.get(url, timeout=timeout)
     except requests.RequestException as exc:
-        raise TransientError(f"cannot reach {shown}: {exc}") from None
+        raise TransientError(f"cannot reach {shown}: {secrets.scrub(str(exc))}") from None
     code = response.status_code
     if code == 429 or code >= 500:
         raise TransientError(f"{shown} answered HTTP {code}")
@@ -45,5 +40,5 @@ def fetch_status(base: str, timeout: float = 10.0) -> dict[str, Any]:
         raise PermanentError(f"{shown} did not answer JSON") from None
     data = body.get("data") if isinstance(body, dict) else None
     if not isinstance(data, dict) or body.get("status") != "success":
-        raise PermanentError(f"{shown} answered {str(body)[:200]}")
+        raise PermanentError(f"{shown} answered {secrets.scrub(str(body)[:200])}")
     return data

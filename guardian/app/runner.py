@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry, Gauge
 from guardian.adapters.prometheus import PrometheusQuerier
 from guardian.app.config_watch import ConfigWatch
 from guardian.app.controller import ControllerParts
-from guardian.app.http_api import EngineHTTPServer
+from guardian.app.http_api import EngineHTTPServer, web_guard
 from guardian.app.rules.build import (
     EngineParts,
     build_engine,
@@ -78,6 +78,7 @@ class EngineRunner:
         self.clock = clock
         self.monotonic = monotonic
         self.settings: Settings = load_settings(config_path, self.env)
+        guard = web_guard(self.settings.web)  # its files are checked before anything starts
         self.parts: EngineParts = build_engine(self.settings, clock=clock)
         engine = self.parts.engine
         self.controller = ControllerParts(self.settings, engine, env=self.env, clock=clock)
@@ -91,7 +92,7 @@ class EngineRunner:
         self._reload = threading.Event()
         self.scheduler = GroupScheduler(engine, clock=clock)
         host, port = self.settings.listen_host_port
-        self.http = EngineHTTPServer(engine, host, port, status=self.controller.status)
+        self.http = EngineHTTPServer(engine, host, port, guard, status=self.controller.status)
 
     def request_stop(self, *_: object) -> None:
         self._stop.set()
@@ -135,6 +136,11 @@ class EngineRunner:
             self.reload_metrics.record(False, self.clock())
             return False
         engine = self.parts.engine
+        if (settings.listen_address, settings.web) != (
+            self.settings.listen_address,
+            self.settings.web,
+        ):
+            logger.warning("reload: listen_address and web changes need a restart")
         if settings.prometheus != self.settings.prometheus:
             self._replace_querier(settings)
         if settings.remote_write != self.settings.remote_write:
@@ -184,7 +190,14 @@ class EngineRunner:
             len(engine.groups),
         )
         self.http.start()
-        logger.info("listening on %s:%s", *self.http.address)
+        host, port = self.http.address
+        logger.info(
+            "listening on %s://%s:%s (auth=%s)",
+            self.http.scheme,
+            host,
+            port,
+            self.http.guard.auth.enabled,
+        )
         self.controller.start(on_leadership_lost=self.leadership_lost)
         self.scheduler.start()
         next_poll = self.monotonic()

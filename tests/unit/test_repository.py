@@ -22,7 +22,7 @@ def test_ci_runs_the_readme_test_command() -> None:
 
 # A file name says its role. Names shared only by modules that play that same role in
 # parallel packages (each package's errors, self-metrics, HTTP server, wire framing,
-# fault injection, or the pipeline's build step).
+# fault injection, the pipeline's build step, or a language's lexer and parser).
 PARALLEL_ROLES = {
     "__init__.py",
     "__main__.py",
@@ -32,6 +32,8 @@ PARALLEL_ROLES = {
     "wire.py",
     "faults.py",
     "build.py",
+    "lexer.py",
+    "parser.py",
 }
 
 

@@ -30,10 +30,11 @@ logger = logging.getLogger(__name__)
 
 
 def evaluated_expr(rule: CompiledAlertingRule) -> str:
-    """The expression text the engine queries for ``rule`` (``group_eval.evaluate_group``),
-    which Prometheus also puts in generatorURL (``r.vector.String()``). The one place that
-    says so: a test keeps it equal to what the engine evaluates."""
-    return rule.rule.expr
+    """The expression text the engine queries for ``rule`` (``group_eval.evaluate_group``):
+    as Prometheus prints it, which is also what it puts in generatorURL
+    (``r.vector.String()``). The one place that says so: a test keeps it equal to what the
+    engine evaluates."""
+    return rule.query
 
 
 class AlertmanagerOutput:

@@ -104,7 +104,7 @@ class ForStateRestorer:
             rule = compiled.rule
             active = state.get(key, {})
             wanted = {
-                labels: for_state_labels(alert)
+                labels: for_state_labels(alert, rule.labels)
                 for labels, alert in active.items()
                 if alert.state is AlertState.PENDING
             }

@@ -293,9 +293,10 @@ class RuleEngine:
         if self.remote_write is None:
             return
         ts_ms = round(ts * 1000)
+        rules = dict(runtime.compiled.rules)
         active = [
-            series_sample(alert)
-            for rule_state in runtime.state.values()
+            series_sample(alert, rules[key].rule.labels if key in rules else {})
+            for key, rule_state in runtime.state.items()
             for alert in rule_state.values()
             if alert.is_active
         ]

@@ -10,6 +10,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from guardian.model.http_client import BasicAuthConfig, HttpClientConfig, TlsConfig
 from guardian_common.config_types import Bool, ConfigPath, Duration, StrictModel
+from guardian_common.redact import redact_url
 
 # Headers the remote-write protocol or the auth options own; Prometheus refuses them too.
 _RESERVED_HEADERS = frozenset(
@@ -92,7 +93,8 @@ class HttpClientSettings(StrictModel):
     def _url(cls, url: str) -> str:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"url must start with http:// or https:// and a host, got {url!r}")
+            shown = redact_url(url)
+            raise ValueError(f"url must start with http:// or https:// and a host, got {shown!r}")
         return url
 
     @field_validator("basic_auth")

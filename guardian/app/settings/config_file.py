@@ -24,6 +24,7 @@ from guardian.app.settings.alertmanager_output import AlertmanagerSettings
 from guardian.app.settings.clients import PrometheusSettings, RemoteWriteSettings
 from guardian.app.settings.remediation import RemediationSettings
 from guardian.app.settings.slack import SlackSettings
+from guardian.app.settings.web import WebSettings
 from guardian.model.labels import is_valid_label_name
 from guardian_common.config_types import (
     Bool,
@@ -94,7 +95,10 @@ class Settings(StrictModel):
     external_url: str = ""
     """``$externalURL`` in templates; empty, as nothing is known about how users reach us."""
     listen_address: str = "127.0.0.1:9469"
-    """HOST:PORT of /metrics and the API. Loopback: nothing is exposed unless asked for."""
+    """HOST:PORT of /metrics and the API. Loopback: nothing is exposed unless asked for
+    (the manifests bind the pod IP). An IPv6 host may be written in brackets."""
+    web: WebSettings = WebSettings()
+    """TLS, authentication and limits of the endpoint at ``listen_address``."""
     remote_write: RemoteWriteSettings | None = None
     """Where ``ALERTS`` series are written; unset: they are not written."""
     restore: RestoreSettings = RestoreSettings()
@@ -130,6 +134,7 @@ class Settings(StrictModel):
     @property
     def listen_host_port(self) -> tuple[str, int]:
         host, _, port = self.listen_address.rpartition(":")
+        host = host.removeprefix("[").removesuffix("]")  # [::1]:9469
         return host or "0.0.0.0", int(port)  # noqa: S104 - an empty host means all, as Go
 
     def expanded_rule_files(self) -> list[str]:

@@ -16,6 +16,7 @@ from pydantic import Field, field_validator, model_validator
 from guardian.engine.notify.findings import FindingRules, PriceTable
 from guardian.engine.notify.routing import WEEKDAYS, MuteWindow, Routes
 from guardian_common.config_types import Bool, ConfigPath, Duration, Float, Int, StrictModel
+from guardian_common.redact import redact_url
 
 Meaning = Literal["peak_utilization", "peak_memory_ratio", "none"]
 _MEANINGS: dict[str, Meaning] = {
@@ -203,7 +204,8 @@ class SlackSettings(StrictModel):
     @classmethod
     def _url(cls, url: str) -> str:
         if not url.startswith(("http://", "https://")):
-            raise ValueError(f"api_url must start with http:// or https://, got {url!r}")
+            shown = redact_url(url)
+            raise ValueError(f"api_url must start with http:// or https://, got {shown!r}")
         return url if url.endswith("/") else url + "/"
 
     def finding_rules(self) -> FindingRules:

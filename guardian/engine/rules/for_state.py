@@ -126,16 +126,17 @@ def restore_for_state(
 
 
 # ---------------------------------------------------------------- from Prometheus
-def series_sample(alert: Alert) -> ActiveAlertSample:
-    """What remote write reports for an active alert. The one place an alert becomes a
-    series sample: the restore looks up exactly the series the engine writes."""
-    return ActiveAlertSample(alert.labels, alert.state, alert.active_at)
+def series_sample(alert: Alert, rule_labels: Mapping[str, str]) -> ActiveAlertSample:
+    """What remote write reports for an active alert of a rule with ``rule_labels`` (as
+    written, templates unexpanded). The one place an alert becomes a series sample: the
+    restore looks up exactly the series the engine writes."""
+    return ActiveAlertSample(alert.labels, alert.state, alert.active_at, rule_labels)
 
 
-def for_state_labels(alert: Alert) -> LabelSet:
+def for_state_labels(alert: Alert, rule_labels: Mapping[str, str]) -> LabelSet:
     """The label set of ``alert``'s ``ALERTS_FOR_STATE`` series, from the function that
     builds the written series, so the two cannot disagree."""
-    for series in build_alert_series([series_sample(alert)], 0):
+    for series in build_alert_series([series_sample(alert, rule_labels)], 0):
         if series.name == ALERTS_FOR_STATE_METRIC:
             return LabelSet(series.labels)
     raise ValueError(f"no {ALERTS_FOR_STATE_METRIC} series for {alert.labels}")

@@ -7,11 +7,11 @@ from pathlib import Path
 import bcrypt
 import pytest
 
-from exporter.adapters.users import check_password, load_users
 from exporter.adapters.vgpu_config import load_vgpu_ratios
 from exporter.app.settings import settings_from
 from exporter.cli import build_parser, main
 from exporter.model.errors import ConfigError
+from guardian_common.http_auth import check_password, load_users
 
 NO_FLAGS: dict[str, object] = {}
 

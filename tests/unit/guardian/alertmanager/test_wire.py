@@ -8,7 +8,7 @@ import json
 import pytest
 
 from guardian.adapters.alertmanager import (
-    display_url,
+    AlertmanagerClient,
     encode_alerts,
     format_time,
     parse_alerts,
@@ -17,6 +17,7 @@ from guardian.adapters.alertmanager import (
 from guardian.adapters.prometheus_rules import RulesRejected, parse_rule_groups
 from guardian.model.alertmanager_api import AlertStatus, PostableAlert
 from guardian.model.alerts import AlertState
+from guardian.model.http_client import HttpClientConfig
 from guardian.model.labels import LabelSet
 
 
@@ -85,10 +86,11 @@ def test_alert_and_silence_answers() -> None:
     assert silences["s1"].created_by == "alice"
 
 
-def test_display_url_has_no_credentials() -> None:
-    assert (
-        display_url("https://u:secret@am.example:9093/prefix/") == "https://am.example:9093/prefix"
-    )
+def test_the_name_shown_has_no_credentials() -> None:
+    client = AlertmanagerClient(HttpClientConfig("https://u:secret@am.example:9093/prefix"))
+    assert "secret" not in client.name
+    assert client.name.endswith("am.example:9093/prefix")
+    client.close()
 
 
 def test_ruler_answer() -> None:

@@ -193,12 +193,15 @@ def test_the_restore_looks_for_the_series_remote_write_writes() -> None:
         DOWN - 0.5,
         1.0,
     )
+    # Raw rule labels (a template, an empty one) are part of the written series' labels.
+    rule_labels = {"owner": "{{ $labels.pod }}", "team": ""}
     (written,) = [
         s
-        for s in build_alert_series([series_sample(alert)], 1)
+        for s in build_alert_series([series_sample(alert, rule_labels)], 1)
         if s.name == ALERTS_FOR_STATE_METRIC
     ]
-    assert for_state_labels(alert) == LabelSet(written.labels)
+    assert written.labels["owner"] == "{{ $labels.pod }}"
+    assert for_state_labels(alert, rule_labels) == LabelSet(written.labels)
     assert for_state_selector('Gpu"Idle') == 'ALERTS_FOR_STATE{alertname="Gpu\\"Idle"}'
     assert for_state_range("A", 3600) == 'ALERTS_FOR_STATE{alertname="A"}[3600001ms]'
 
