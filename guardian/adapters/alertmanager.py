@@ -18,6 +18,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import requests
 
@@ -152,7 +153,7 @@ class AlertmanagerClient:
     def __init__(self, config: HttpClientConfig, *, session: requests.Session | None = None):
         self.config = config
         self.name = shown_url(config)  # in logs, errors and metric labels: no credentials
-        self._base = config.url.rstrip("/") + "/api/v2"
+        self._base = urlsplit(config.url)
         self._secrets = secrets_of(config)
         self._auth = credentials(config, self._secrets)
         self._session = session if session is not None else requests.Session()
@@ -181,6 +182,11 @@ class AlertmanagerClient:
         """Every silence Alertmanager keeps (active, pending, and expired for 120h)."""
         return parse_silences(self._get_json("/silences"))
 
+    def _url(self, path: str) -> str:
+        """``/api/v2`` + ``path`` under the base URL's path prefix, its query kept."""
+        base = self._base
+        return urlunsplit(base._replace(path=f"{base.path.rstrip('/')}/api/v2{path}"))
+
     def _get_json(self, path: str, **kwargs: Any) -> Any:
         response = self._request("GET", path, **kwargs)
         try:
@@ -195,7 +201,7 @@ class AlertmanagerClient:
         try:
             response = self._session.request(
                 method,
-                self._base + path,
+                self._url(path),
                 timeout=self.config.timeout,
                 auth=self._auth,
                 verify=self.config.tls.verify,
@@ -205,15 +211,15 @@ class AlertmanagerClient:
             )
         except CredentialError as exc:
             raise AlertmanagerRejected(f"Alertmanager {self.name}: {exc}") from exc
-        except requests.Timeout as exc:
+        except requests.Timeout:
             raise AlertmanagerUnavailable(
                 f"Alertmanager {self.name}: no answer within {self.config.timeout}s"
-            ) from exc
+            ) from None
         except requests.RequestException as exc:
-            # Not str(exc): requests repeats the URL, which may hold credentials.
+            # Not chained: requests repeats the URL's query, which may hold credentials.
             raise AlertmanagerUnavailable(
                 f"Alertmanager {self.name}: cannot connect ({type(exc).__name__})"
-            ) from exc
+            ) from None
         status = response.status_code
         if 200 <= status < 300:
             return response

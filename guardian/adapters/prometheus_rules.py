@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import requests
 
@@ -116,7 +117,8 @@ class PrometheusRulesReader:
         self._session.close()
 
     def groups(self) -> tuple[RemoteGroup, ...]:
-        url = self.config.url.rstrip("/") + "/api/v1/rules"
+        base = urlsplit(self.config.url)
+        url = urlunsplit(base._replace(path=f"{base.path.rstrip('/')}/api/v1/rules"))
         try:
             response = self._session.get(
                 url,
@@ -130,14 +132,15 @@ class PrometheusRulesReader:
             )
         except CredentialError as exc:
             raise RulesRejected(f"rules of {self.name}: {exc}") from exc
-        except requests.Timeout as exc:
+        except requests.Timeout:
             raise RulesUnavailable(
                 f"rules of {self.name}: no answer within {self.config.timeout}s"
-            ) from exc
+            ) from None
         except requests.RequestException as exc:
+            # Not chained: requests repeats the URL's query, which may hold credentials.
             raise RulesUnavailable(
                 f"rules of {self.name}: cannot connect ({type(exc).__name__})"
-            ) from exc
+            ) from None
         status = response.status_code
         if status != 200:
             detail = self._secrets.scrub(response.text[:200].strip())

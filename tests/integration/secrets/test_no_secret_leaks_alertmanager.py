@@ -26,6 +26,7 @@ from .test_no_secret_leaks import (  # fixtures, used by name
     QUERY_KEY,
     USERINFO,
     Outputs,
+    closed_port,
     each_mode,
     files,
     outputs,
@@ -50,6 +51,10 @@ def configs(server: HostileServer, files: dict[str, Path]) -> list[HttpClientCon
             server.url("/am"),
             timeout=1,
             basic_auth=BasicAuthConfig(FILE_USER, None, files["password"]),
+        ),
+        # urllib3's "Max retries exceeded with url: ..." repeats the query string.
+        HttpClientConfig(
+            f"http://{USERINFO}@127.0.0.1:{closed_port()}/am?api_key={QUERY_KEY}", timeout=1
         ),
     ]
 
