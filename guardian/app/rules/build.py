@@ -90,6 +90,8 @@ def build_engine(
         prometheus_access(settings), observer=metrics.observe_query, monotonic=monotonic
     )
     ruler = ruler_source(settings)  # the ruler writes its own ALERTS and keeps its for-state
+    if ruler is not None and settings.remote_write is not None:
+        logger.warning("alerts.source is prometheus: remote_write is not used (the ruler writes)")
     store = AlertStore.open(settings.state_path) if persistent else None
     remote = (
         remote_write_client(settings.remote_write)
