@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from guardian.cli import (
+    alertmanager_config_cmd,
     dcgm_cmd,
     demo_cmd,
     engine_cmds,
@@ -23,6 +24,7 @@ def register_all(subparsers: SubParsers) -> None:
     restore_cmd.register(subparsers)
     status_cmd.register(subparsers)
     dcgm_cmd.register(subparsers)
+    alertmanager_config_cmd.register(subparsers)
     demo_cmd.register(subparsers)
 
 

@@ -6,7 +6,9 @@ evaluation time it reads the cluster, plans (pure), and applies the plan. Just b
 each step it reads the workload again and re-plans it alone; a 409 does the same
 (step_runner.py). Every step and every new refusal goes to the ledger as a
 RemediationEvent. Alerts of another cluster, and alerts whose pod is not the pod read
-from the cluster, are refused before any workload is looked at (clusters.py).
+from the cluster, are refused before any workload is looked at (clusters.py). With
+Alertmanagers configured, each cycle first asks them which of its alerts are silenced or
+inhibited (``suppressions``; app/alertmanager/silence_gather.py).
 """
 
 from __future__ import annotations
@@ -45,10 +47,14 @@ from guardian.model.remediation_events import (
     StepOutcome,
     WorkloadRef,
 )
+from guardian.model.suppressions import NOT_CHECKED, Suppressions
 from guardian.model.times import parse_rfc3339
 from guardian_common.errors import GuardianError
 
 logger = logging.getLogger(__name__)
+
+# The cycle's alerts in, Alertmanager's silences and inhibitions for them out.
+SuppressionSource = Callable[[Sequence[FiringAlert]], Suppressions]
 
 FOUND_APPLIED = "found applied in the cluster after a restart"
 
@@ -91,6 +97,8 @@ class RemediationLoop:
         self.recorder = StepRecorder(ledger, self.metrics)
         self.clusters = clusters or ClusterFilter(metrics=self.metrics)
         self.health: dict[str, GroupHealth] = {}
+        self.suppressions: SuppressionSource = lambda _alerts: NOT_CHECKED
+        self.held: Suppressions = NOT_CHECKED  # this cycle's answer
         self.last_cycle: float | None = None
         self._lock = threading.Lock()
 
@@ -122,6 +130,7 @@ class RemediationLoop:
             self.last_cycle = now
             self.metrics.cycles.inc()
             alerts, refused = self.clusters.split(self._relevant(self.alerts()), now)
+            self.held = self.suppressions(alerts)
             snapshot = self._snapshot(alerts, now)
             alerts, mismatched = check_pods(alerts, snapshot)
             self.clusters.record([*refused, *mismatched], now)
@@ -170,6 +179,7 @@ class RemediationLoop:
             now,
             health=self.health,
             settings=self.planner,
+            suppressions=self.held,
         )
 
     def _reconcile(self, snapshot: ClusterSnapshot, now: float) -> None:
@@ -247,6 +257,7 @@ class RemediationLoop:
             now,
             health=self.health,
             settings=self.planner,
+            suppressions=self.held,
         )
         for candidate in again.actions:
             if candidate.workload == ref:

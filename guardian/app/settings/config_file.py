@@ -19,6 +19,8 @@ from typing import Annotated, Any
 import yaml
 from pydantic import Field, ValidationError, field_validator
 
+from guardian.app.settings.alert_source import AlertsSettings
+from guardian.app.settings.alertmanager_output import AlertmanagerSettings
 from guardian.app.settings.clients import PrometheusSettings, RemoteWriteSettings
 from guardian.app.settings.remediation import RemediationSettings
 from guardian.app.settings.slack import SlackSettings
@@ -89,7 +91,7 @@ class Settings(StrictModel):
     /var/lib, where the manifests mount a volume."""
     external_labels: dict[str, str] = Field(default_factory=dict)
     """``$externalLabels`` in templates. Not added to alert labels, as in Prometheus's
-    rule manager (Prometheus adds them when it sends alerts on)."""
+    rule manager; added (where absent) to the alerts sent to ``alertmanager``."""
     external_url: str = ""
     """``$externalURL`` in templates; empty, as nothing is known about how users reach us."""
     listen_address: str = "127.0.0.1:9469"
@@ -107,6 +109,11 @@ class Settings(StrictModel):
     """Reclaiming idle GPUs; off and dry-run by default."""
     slack: SlackSettings | None = None
     """Slack notifications; unset: none are sent."""
+    alertmanager: AlertmanagerSettings | None = None
+    """Alertmanagers that receive the alerts and whose silences pause the ladder; unset:
+    none (see docs/alertmanager.md)."""
+    alerts: AlertsSettings = AlertsSettings()
+    """Where alerts come from: this engine, or a Prometheus or Thanos Ruler."""
 
     @field_validator("external_labels")
     @classmethod
