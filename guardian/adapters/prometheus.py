@@ -1,4 +1,4 @@
-"""Instant queries against Prometheus or Thanos Query, over prometheus-api-client.
+"""Instant and range queries against Prometheus or Thanos Query, over prometheus-api-client.
 
 The client's ``custom_query`` returns only ``data.result``: it drops the response's
 ``warnings`` (Thanos partial responses arrive as HTTP 200 with warnings) and folds every
@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import requests
 from prometheus_api_client import PrometheusConnect
@@ -24,6 +24,7 @@ from urllib3.exceptions import MaxRetryError, NewConnectionError, TimeoutError
 from urllib3.util.retry import Retry
 
 from guardian.adapters.http_client import CredentialError, credentials
+from guardian.model.history import RangeResult, RangeSeries, TimeRange
 from guardian.model.http_client import HttpClientConfig
 from guardian.model.labels import LabelSet
 from guardian.model.query import PromSample, QueryResult
@@ -32,6 +33,7 @@ from guardian_common.errors import PermanentError, TransientError
 logger = logging.getLogger(__name__)
 
 QueryObserver = Callable[[str, float], None]  # (outcome, seconds)
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -119,8 +121,29 @@ def _parse(body: Any, thanos: bool) -> QueryResult:
     return QueryResult(samples, warnings, partial=bool(warnings) and thanos)
 
 
+def _parse_matrix(body: Any, thanos: bool) -> RangeResult:
+    if not isinstance(body, dict) or body.get("status") != "success":
+        raise QueryFailedError(
+            f"unexpected response body: {str(body)[:300]}", reason="bad_response"
+        )
+    data = body.get("data") or {}
+    if data.get("resultType") != "matrix":
+        raise QueryRejectedError(
+            f"range query result is a {data.get('resultType')}, not a matrix", reason="bad_query"
+        )
+    warnings = tuple(str(w) for w in body.get("warnings") or ())
+    series = tuple(
+        RangeSeries(
+            LabelSet(item.get("metric") or {}),
+            tuple((round(float(ts) * 1000), float(v)) for ts, v in item.get("values") or ()),
+        )
+        for item in data.get("result") or ()
+    )
+    return RangeResult(series, warnings, partial=bool(warnings) and thanos)
+
+
 class PrometheusQuerier:
-    """Instant queries at a given evaluation timestamp. One instance per target."""
+    """Instant and range queries. One instance per target."""
 
     def __init__(
         self,
@@ -156,13 +179,38 @@ class PrometheusQuerier:
             params["dedup"] = "true"
         return params
 
+    def range_params(self, expr: str, span: TimeRange) -> dict[str, str]:
+        params = {
+            "query": expr,
+            "start": f"{span.start:.3f}",
+            "end": f"{span.end:.3f}",
+            "step": f"{span.step_ms / 1000:.3f}",
+        }
+        if self.access.thanos:
+            params["partial_response"] = "false"
+            params["dedup"] = "true"
+        return params
+
     def query(self, expr: str, ts: float) -> QueryResult:
         """``expr`` at ``ts`` (unix seconds). Raises QueryFailedError/QueryRejectedError."""
+        return self._observed(
+            lambda: _parse(self._get("query", self.params(expr, ts)), self.access.thanos)
+        )
+
+    def query_range(self, expr: str, span: TimeRange) -> RangeResult:
+        """``expr`` at every step of ``span``: Prometheus evaluates each step exactly as an
+        instant query at that time. Raises QueryFailedError/QueryRejectedError."""
+        params = self.range_params(expr, span)
+        return self._observed(
+            lambda: _parse_matrix(self._get("query_range", params), self.access.thanos)
+        )
+
+    def _observed(self, call: Callable[[], _T]) -> _T:
         started = self._monotonic()
         outcome = "error"
         try:
-            result = self._query(expr, ts)
-            outcome = "warnings" if result.warnings else "success"
+            result = call()
+            outcome = "warnings" if getattr(result, "warnings", ()) else "success"
             return result
         except (QueryFailedError, QueryRejectedError) as exc:
             outcome = exc.reason
@@ -171,14 +219,15 @@ class PrometheusQuerier:
             if self._observer is not None:
                 self._observer(outcome, self._monotonic() - started)
 
-    def _query(self, expr: str, ts: float) -> QueryResult:
+    def _get(self, endpoint: str, params: dict[str, str]) -> Any:
+        """The JSON body of a 200 answer from ``/api/v1/<endpoint>``, else the typed error."""
         client = self._client
         # Same call custom_query makes, but keeping the whole response (see module doc).
         try:
             response = client._session.request(
                 method=client._method,
-                url=f"{client.url}/api/v1/query",
-                params=self.params(expr, ts),
+                url=f"{client.url}/api/v1/{endpoint}",
+                params=params,
                 verify=client._session.verify,
                 headers=client.headers,
                 auth=client.auth,
@@ -199,10 +248,9 @@ class PrometheusQuerier:
         status = response.status_code
         if status == 200:
             try:
-                body = response.json()
+                return response.json()
             except ValueError as exc:
                 raise QueryFailedError("response is not JSON", reason="bad_response") from exc
-            return _parse(body, self.access.thanos)
         error_type, error = _error_text(response)
         message = f"HTTP {status} {error_type}: {error}".strip()
         if status == 400:
