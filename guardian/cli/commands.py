@@ -11,6 +11,7 @@ from guardian.cli import (
     rules_check_cmd,
     rules_render_cmd,
     rules_test_cmd,
+    simulate_cmd,
     status_cmd,
 )
 from guardian.cli._common import SubParsers
@@ -22,6 +23,7 @@ def register_all(subparsers: SubParsers) -> None:
     _register_policies(subparsers)
     restore_cmd.register(subparsers)
     status_cmd.register(subparsers)
+    simulate_cmd.register(subparsers)
     dcgm_cmd.register(subparsers)
     demo_cmd.register(subparsers)
 

@@ -18,12 +18,13 @@ own later activity): it is then restored, which starts its warm-up as a real res
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from guardian.engine.remediation import PlannerSettings, is_pipeline, plan
 from guardian.engine.remediation.guards import pipeline_reason
-from guardian.model.alerts import GroupEvaluation
+from guardian.engine.simulate.rule_replay import EvaluationRecord
+from guardian.model.alerts import GroupEvaluation, TransitionKind
 from guardian.model.labels import LabelSet
 from guardian.model.policies import Annotations, Mode, ReclaimPolicy
 from guardian.model.reclaim import (
@@ -120,13 +121,13 @@ class LadderReplay:
 
     # ---------------------------------------------------------------- input
     def on_evaluation(
-        self, evaluation: GroupEvaluation, alerts: Callable[[], Sequence[FiringAlert]]
+        self, health: GroupHealth, alerts: Callable[[], Sequence[FiringAlert]]
     ) -> Plan | None:
         """The engine's listener, as the loop's: health, then maybe one cycle."""
-        self.health[evaluation.group] = group_health(evaluation)
-        if evaluation.group in self.settings.pipeline_groups:
+        self.health[health.group] = health
+        if health.group in self.settings.pipeline_groups:
             return None
-        ts = evaluation.ts
+        ts = health.ts
         if self.last_cycle is not None and ts - self.last_cycle < self.cycle_interval:
             return None
         return self.cycle(ts, alerts())
@@ -260,3 +261,34 @@ class LadderReplay:
         annotations = {k: v for k, v in ws.annotations.items() if k not in drop}
         annotations.update(add)
         return dataclasses.replace(ws, annotations=annotations)
+
+
+# When the owner of a reclaimed workload would have wanted it back (None: not in range).
+RestoreTime = Callable[[WouldStep], float | None]
+
+
+def replay_ladder(
+    replay: LadderReplay, evaluations: Iterable[EvaluationRecord], restore_time: RestoreTime
+) -> ReplayLog:
+    """Feed an alert timeline to ``replay`` as the engine feeds the loop, evaluation by
+    evaluation, with the alerts active at each; ask ``restore_time`` about each reclaim."""
+    active: dict[tuple[str, LabelSet], FiringAlert] = {}
+    for record in evaluations:
+        for t in record.transitions:
+            key = (t.group, t.labels)
+            if t.kind is TransitionKind.RESOLVED:
+                active.pop(key, None)
+            else:
+                firing = t.kind is TransitionKind.FIRING
+                active[key] = FiringAlert(t.labels, t.active_at, firing, t.group, t.value)
+        result = replay.on_evaluation(record.health, lambda: list(active.values()))
+        if result is None:
+            continue
+        for step in reversed(replay.log.steps):
+            if step.at < result.now:
+                break
+            if step.step is LadderStep.RECLAIM:
+                back = restore_time(step)
+                if back is not None:
+                    replay.restore_at(step.workload, back)
+    return replay.log

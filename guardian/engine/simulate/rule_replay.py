@@ -33,12 +33,21 @@ from guardian.model.alerts import (
 )
 from guardian.model.labels import LabelSet
 from guardian.model.query import PromSample, QueryResult
+from guardian.model.reclaim import GroupHealth
 
 # The template ``query`` function at one step: an instant query at that step's time.
 StepQuery = Callable[[str, float], QueryResult]
 Answer = QueryResult | BaseException
 
 _PRUNE_EVERY = 256  # steps between drops of last-seen samples of forgotten alerts
+
+
+@dataclass(frozen=True)
+class EvaluationRecord:
+    """One group evaluation of a replay: its health and the transitions it caused."""
+
+    health: GroupHealth
+    transitions: tuple[AlertTransition, ...]
 
 
 def _lean(compiled: CompiledAlertingRule) -> CompiledAlertingRule:
