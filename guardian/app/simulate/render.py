@@ -85,6 +85,8 @@ def render_text(result: SimulationResult) -> str:
     lines.extend(_hold_line(s) for s in result.global_holds)
     lines.append(f"pipeline health held a workload's ladder: {len(result.holds)} times")
     lines.extend(_hold_line(s) for s in result.holds)
+    lines.append(f"other guards said no: {len(result.refusals)} times")
+    lines.extend(_hold_line(s) for s in result.refusals)
     return "\n".join(lines) + "\n"
 
 
@@ -147,6 +149,7 @@ def render_json(result: SimulationResult) -> dict[str, Any]:
         },
         "held_everything": [_hold_json(s) for s in result.global_holds],
         "held_workloads": [_hold_json(s) for s in result.holds],
+        "refused": [_hold_json(s) for s in result.refusals],
         "restores": [{"at": rfc3339(at), "workload": ref} for at, ref in result.restores],
         "steps_by_kind": {
             step.value: sum(1 for s in result.steps if s.step is step) for step in LadderStep

@@ -82,8 +82,9 @@ class SimulationResult:
     fired: Counter[str]
     steps: list[WouldStep]
     reclaims: list[ReclaimOutcome]
-    holds: list[HoldSpan]  # per workload
-    global_holds: list[HoldSpan]  # every action in a cluster
+    holds: list[HoldSpan]  # pipeline health held a workload's ladder
+    global_holds: list[HoldSpan]  # pipeline health held every action in a cluster
+    refusals: list[HoldSpan]  # other guards that said no (exclusions, limits, ...)
     currency: str
     horizon: float
     elapsed: float = 0.0
@@ -170,7 +171,8 @@ class Simulation:
             for s in log.steps
             if s.step is LadderStep.RECLAIM
         ]
-        spans = hold_spans(log.holds, log.cycles, HOLD_PREFIX)
+        spans = hold_spans(log.holds, log.cycles, "")
+        held = [s for s in spans if s.reason.startswith(HOLD_PREFIX)]
         return SimulationResult(
             span=span,
             groups=len(groups),
@@ -185,8 +187,9 @@ class Simulation:
             ),
             steps=log.steps,
             reclaims=reclaims,
-            holds=[s for s in spans if s.workload is not None],
-            global_holds=[s for s in spans if s.workload is None],
+            holds=[s for s in held if s.workload is not None],
+            global_holds=[s for s in held if s.workload is None],
+            refusals=[s for s in spans if not s.reason.startswith(HOLD_PREFIX)],
             currency=prices.currency,
             horizon=opts.horizon,
             elapsed=self.monotonic() - started,

@@ -117,10 +117,10 @@ class TimelineBuilder:
             slots = [s for s in group_slots(group, chunk.span.start, end) if s < end * 1000]
             per_group.append((slots, self._answers(group, slots, chunk) if slots else {}))
         order = heapq.merge(
-            *(
-                ((ts, gi, si) for si, ts in enumerate(slots))
+            *[
+                [(ts, gi, si) for si, ts in enumerate(slots)]
                 for gi, (slots, _) in enumerate(per_group)
-            )
+            ]
         )
         for ts_ms, gi, si in order:
             answers = {key: values[si] for key, values in per_group[gi][1].items()}
