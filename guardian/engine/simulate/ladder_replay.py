@@ -42,6 +42,7 @@ from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadR
 from guardian.model.times import rfc3339
 
 HOLD_PREFIX = "missing data is not idleness"
+PlanFn = Callable[..., Plan]  # guardian.engine.remediation.plan's signature
 
 
 def group_health(evaluation: GroupEvaluation) -> GroupHealth:
@@ -105,8 +106,10 @@ class LadderReplay:
         settings: PlannerSettings,
         *,
         cycle_interval: float = 60.0,
+        planner: PlanFn = plan,
     ) -> None:
         self.policies = enforcing(policies)
+        self.planner = planner
         self.snapshot = snapshot
         self.settings = dataclasses.replace(settings, dry_run=False, kill_switch=False)
         self.cycle_interval = cycle_interval
@@ -149,7 +152,7 @@ class LadderReplay:
         ]
         snapshot = dataclasses.replace(self.snapshot, workloads=dict(self.workloads))
         view = LedgerView(dict(self.open_episodes), tuple(self.entries))
-        result = plan(
+        result = self.planner(
             relevant, self.policies, snapshot, view, now, health=self.health, settings=self.settings
         )
         for wait in result.waits:
