@@ -7,6 +7,7 @@ from guardian.cli import (
     demo_cmd,
     engine_cmds,
     policies_cmd,
+    report_cmd,
     restore_cmd,
     rules_check_cmd,
     rules_render_cmd,
@@ -24,6 +25,7 @@ def register_all(subparsers: SubParsers) -> None:
     restore_cmd.register(subparsers)
     status_cmd.register(subparsers)
     simulate_cmd.register(subparsers)
+    report_cmd.register(subparsers)
     dcgm_cmd.register(subparsers)
     demo_cmd.register(subparsers)
 

@@ -22,6 +22,7 @@ from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.kube.rest import KubeRest
 from guardian.adapters.prometheus import PrometheusQuerier
 from guardian.app.history.fetch import RangeFetcher
+from guardian.app.history.profiles import detect_profile
 from guardian.app.history.progress import NoProgress, progress_for
 from guardian.app.remediation.build import kube_api_client, pipeline_group_names
 from guardian.app.remediation.policy_files import load_policies
@@ -31,7 +32,6 @@ from guardian.app.simulate.timeline import Timeline, TimelineBuilder, TimelineRe
 from guardian.app.simulate.usage import workload_usage
 from guardian.app.simulate.workloads import Workloads, from_cluster, from_series
 from guardian.engine.remediation import PlannerSettings, is_pipeline
-from guardian.engine.report.profiles import PROFILES, MetricProfile
 from guardian.engine.rules.alerting import TemplateEnv
 from guardian.engine.simulate.ladder_replay import (
     HOLD_PREFIX,
@@ -101,17 +101,6 @@ class Clients:
 
     querier: PrometheusQuerier
     api_client: Any = None  # a kubernetes ApiClient, for --from-cluster
-
-
-def detect_profile(querier: PrometheusQuerier, span: TimeRange, wanted: str) -> MetricProfile:
-    if wanted != "auto":
-        return PROFILES[wanted]
-    for profile in PROFILES.values():
-        window = int(min(span.end - span.start, 86400.0)) + 1  # cheap: the last day at most
-        probe = f"count(last_over_time({profile.detect}[{window}s]))"
-        if querier.query(probe, span.end).samples:
-            return profile
-    return PROFILES["guardian"]
 
 
 class Simulation:
