@@ -75,7 +75,12 @@ def _tail(path: Path) -> str:
 
 
 def backfill_openmetrics(
-    promtool: str, openmetrics: str | Path, data_dir: Path, *, timeout: float = 120.0
+    promtool: str,
+    openmetrics: str | Path,
+    data_dir: Path,
+    *,
+    timeout: float = 120.0,
+    max_block_duration: str | None = None,
 ) -> None:
     """Write blocks for ``openmetrics`` (text, or a path to a file) into ``data_dir``."""
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -84,9 +89,19 @@ def backfill_openmetrics(
     else:
         source = data_dir.parent / "backfill.om"
         source.write_text(openmetrics, encoding="utf-8")
+    # Weeks of history in promtool's default 2h blocks are hundreds of blocks to write.
+    blocks = [f"--max-block-duration={max_block_duration}"] if max_block_duration else []
     try:
         result = subprocess.run(  # noqa: S603 - fixed argv, no shell
-            [promtool, "tsdb", "create-blocks-from", "openmetrics", str(source), str(data_dir)],
+            [
+                promtool,
+                "tsdb",
+                "create-blocks-from",
+                "openmetrics",
+                *blocks,
+                str(source),
+                str(data_dir),
+            ],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -161,6 +176,7 @@ class PrometheusOptions:
     remote_write_receiver: bool = True
     extra_args: Sequence[str] = ()
     ready_timeout: float = 30.0
+    backfill_block_duration: str | None = None  # a Go duration, e.g. "720h" for weeks of history
 
 
 def _write_config(options: PrometheusOptions, path: Path) -> None:
@@ -236,7 +252,12 @@ def start_prometheus(
     }
     _write_config(options, paths["config"])
     if options.openmetrics is not None:
-        backfill_openmetrics(binaries.promtool, options.openmetrics, paths["data"])
+        backfill_openmetrics(
+            binaries.promtool,
+            options.openmetrics,
+            paths["data"],
+            max_block_duration=options.backfill_block_duration,
+        )
     last_error: PrometheusStartError | None = None
     for _ in range(attempts):
         port = free_loopback_port()

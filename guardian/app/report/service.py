@@ -2,8 +2,8 @@
 
 For each UTC day of the range (the first and last may be partial), one query per view
 (allocated, used, idle) sums the view over the day on a ``resolution`` grid:
-``sum_over_time((VIEW)[<day>:<resolution>])`` at the day's end, times the resolution,
-is the day's GPU-hours. Whole days are read as range queries with a one-day step, a
+``sum_over_time((VIEW)[<day - 1ms>:<resolution>])`` at the day's end, times the
+resolution, is the day's GPU-hours. Whole days are read as range queries with a one-day step, a
 chunk (``--chunk``) at a time; partial days as instant queries. Subquery points sit on
 multiples of the resolution, so consecutive days never count a point twice.
 """
@@ -74,6 +74,12 @@ def _hours(labels: LabelSet, day: str, metric: str, value: float, res: float) ->
     )
 
 
+def _window(seconds: float) -> str:
+    """A subquery range one millisecond short: a point on the window's start belongs to
+    the day before (Prometheus 2's ranges include their start, 3's do not)."""
+    return f"{round(seconds * 1000) - 1}ms"
+
+
 class UsageReport:
     def __init__(
         self,
@@ -133,7 +139,7 @@ class UsageReport:
         total = len(views) * (len(chunks) + len(partial))
         done = 0
         for metric, view in views.items():
-            daily = f"sum_over_time(({view})[{int(DAY)}s:{int(res)}s])"
+            daily = f"sum_over_time(({view})[{_window(DAY)}:{int(res)}s])"
             for chunk in chunks:
                 result = self.fetcher.fetch_chunk(daily, chunk, f"{metric} GPU-hours")
                 for series in result.series:
@@ -148,7 +154,7 @@ class UsageReport:
 
     def _partial(self, view: str, metric: str, start: float, end: float) -> Iterator[PodHours]:
         res = self.options.resolution
-        expr = f"sum_over_time(({view})[{round((end - start) * 1000)}ms:{int(res)}s])"
+        expr = f"sum_over_time(({view})[{_window(end - start)}:{int(res)}s])"
         self.fetcher.queries += 1
         try:
             answer = self.querier.query(expr, end)

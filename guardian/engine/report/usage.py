@@ -160,4 +160,3 @@ def _zero_day() -> dict[str, float | None]:
 
 def days_of(ranges: Sequence[tuple[float, float]]) -> list[str]:
     return [day_of(end) for _start, end in ranges]
-
