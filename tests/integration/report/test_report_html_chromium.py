@@ -142,7 +142,7 @@ def test_the_html_report_renders_its_plots_in_chromium(fleet_prometheus, tmp_pat
     assert taken.returncode == 0, taken.stderr[-2000:]
     width, height, pixels = png_pixels(shot.read_bytes())
     assert (width, height) == (1280, 1600)
-    colours = {p for p in pixels}
+    colours = set(pixels)
     non_white = sum(1 for p in pixels if p != b"\xff\xff\xff")
     assert len(colours) > 50, "the screenshot is (nearly) blank"
     assert non_white > width * height // 50
