@@ -143,6 +143,7 @@ class Simulation:
 
         def restore_time(step: WouldStep) -> float | None:
             usage = workload_usage(
+                self.clients.querier,
                 self.fetcher,
                 profile,
                 step.workload,

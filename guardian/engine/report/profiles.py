@@ -16,6 +16,7 @@ whose ``pod`` is the exporter's own (no ``honor_labels``) are not allocations.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -36,31 +37,53 @@ def _quote(value: str) -> str:
 
 @dataclass(frozen=True)
 class MetricProfile:
+    """``{sel}`` takes extra matchers (with a leading comma) on the pod's series; ``{gsel}``
+    matchers (without) on the per-GPU series joined in, so a query about a few pods does
+    not read every GPU of the fleet (``device_matchers``)."""
+
     name: str
-    detect: str  # a metric only this exporter serves
+    detect: str  # a metric only this exporter serves, with namespace and pod labels
     gpu_key: tuple[str, ...]  # labels that identify one GPU (or MIG instance)
-    allocation: str  # per GPU and pod, value 1; ``{sel}`` takes extra matchers
+    allocation: str  # per GPU and pod, value 1
     utilization: str  # per GPU, 0-1
+    device_label: str  # the GPU's identity among gpu_key, for device_matchers
+    pod_labels_on_devices: bool  # dcgm: every GPU series carries its pod
 
-    def allocated(self, by: Sequence[str], sel: str = "") -> str:
-        return f"sum by ({', '.join(by)}) ({self.allocation.format(sel=sel)})"
+    def allocated(self, by: Sequence[str], sel: str = "", gsel: str = "") -> str:
+        return f"sum by ({', '.join(by)}) ({self.allocation.format(sel=sel, gsel=gsel)})"
 
-    def _weighted(self, weight: str, by: Sequence[str], sel: str, agg: str = "sum") -> str:
+    def _weighted(
+        self, weight: str, by: Sequence[str], sel: str, gsel: str, agg: str = "sum"
+    ) -> str:
         key = ", ".join(self.gpu_key)
         return (
-            f"{agg} by ({', '.join(by)}) ({self.allocation.format(sel=sel)}"
-            f" * on ({key}) group_left () ({weight}))"
+            f"{agg} by ({', '.join(by)}) ({self.allocation.format(sel=sel, gsel=gsel)}"
+            f" * on ({key}) group_left () ({weight.format(gsel=gsel)}))"
         )
 
-    def used(self, by: Sequence[str], sel: str = "") -> str:
-        return self._weighted(self.utilization, by, sel)
+    def used(self, by: Sequence[str], sel: str = "", gsel: str = "") -> str:
+        return self._weighted(self.utilization, by, sel, gsel)
 
-    def idle(self, by: Sequence[str], floor: float, sel: str = "") -> str:
-        return self._weighted(f"{self.utilization} < bool {floor!r}", by, sel)
+    def idle(self, by: Sequence[str], floor: float, sel: str = "", gsel: str = "") -> str:
+        return self._weighted(f"{self.utilization} < bool {floor!r}", by, sel, gsel)
 
-    def peak(self, by: Sequence[str], sel: str = "") -> str:
+    def peak(self, by: Sequence[str], sel: str = "", gsel: str = "") -> str:
         """The highest utilization of the GPUs each group holds."""
-        return self._weighted(self.utilization, by, sel, agg="max")
+        return self._weighted(self.utilization, by, sel, gsel, agg="max")
+
+    def devices(self, sel: str, window_seconds: float) -> str:
+        """The GPUs the pods ``sel`` matches held at some point in the last window."""
+        return (
+            f"group by ({self.device_label}) "
+            f"(last_over_time({self.detect}{{{sel.removeprefix(', ')}}}[{int(window_seconds) + 1}s]))"
+        )
+
+    def device_matchers(self, sel: str, devices: Sequence[str]) -> str:
+        """Matchers (no leading comma) for the per-GPU series of ``devices``."""
+        if self.pod_labels_on_devices:
+            return sel.removeprefix(", ")
+        pattern = "|".join(re.escape(d) for d in sorted(devices))
+        return matchers({}, {self.device_label: pattern}).removeprefix(", ")
 
 
 GUARDIAN = MetricProfile(
@@ -71,12 +94,14 @@ GUARDIAN = MetricProfile(
         "(max by (cluster, node, uuid, gpu_group, namespace, pod, model) ("
         'guardian_pod_gpu_allocated{{uuid!=""{sel}}}'
         " * on (cluster, node, uuid) group_left (model)"
-        " max by (cluster, node, uuid, model) (guardian_gpu_info))"
+        " max by (cluster, node, uuid, model) (guardian_gpu_info{{{gsel}}}))"
         " or on (cluster, node, uuid, namespace, pod)"
         " max by (cluster, node, uuid, gpu_group, namespace, pod) ("
         'guardian_pod_gpu_allocated{{pod!=""{sel}}}))'
     ),
-    utilization="max by (cluster, node, uuid) (guardian_gpu_utilization_ratio)",
+    utilization="max by (cluster, node, uuid) (guardian_gpu_utilization_ratio{{{gsel}}})",
+    device_label="uuid",
+    pod_labels_on_devices=False,
 )
 
 _DCGM_KEY = "cluster, Hostname, UUID, GPU_I_ID"
@@ -91,9 +116,11 @@ DCGM = MetricProfile(
         ' unless on (cluster, instance, pod) up), "model", "$1", "modelName", "(.*)")'
     ),
     utilization=(
-        f"(max by ({_DCGM_KEY}) (DCGM_FI_PROF_GR_ENGINE_ACTIVE)"
-        f" or max by ({_DCGM_KEY}) (DCGM_FI_DEV_GPU_UTIL) / 100)"
+        f"(max by ({_DCGM_KEY}) (DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{{{{gsel}}}}}})"
+        f" or max by ({_DCGM_KEY}) (DCGM_FI_DEV_GPU_UTIL{{{{{{gsel}}}}}}) / 100)"
     ),
+    device_label="UUID",
+    pod_labels_on_devices=True,
 )
 
 PROFILES = {p.name: p for p in (GUARDIAN, DCGM)}

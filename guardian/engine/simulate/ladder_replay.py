@@ -148,7 +148,10 @@ class LadderReplay:
             a
             for a in alerts
             if is_pipeline(a.labels)
-            or any(p.spec.alerts.matches(a.labels.to_dict()) for p in self.policies)
+            or (
+                not self._reclaimed(a)
+                and any(p.spec.alerts.matches(a.labels.to_dict()) for p in self.policies)
+            )
         ]
         snapshot = dataclasses.replace(self.snapshot, workloads=dict(self.workloads))
         view = LedgerView(dict(self.open_episodes), tuple(self.entries))
@@ -164,6 +167,15 @@ class LadderReplay:
         for action in result.actions:
             self._apply(action, now, started.get(action.alert_labels, now))
         return result
+
+    def _reclaimed(self, alert: FiringAlert) -> bool:
+        """The alert's workload is reclaimed (and not due back): the planner would only say
+        so again, so its alerts are left out of the cycle (a replay has thousands)."""
+        owner = self.snapshot.pod_owners.get(
+            (alert.labels.get("namespace", ""), alert.labels.get("pod", ""))
+        )
+        ws = self.workloads.get(owner.root) if owner is not None and owner.root else None
+        return ws is not None and Annotations.RECLAIMED_AT in ws.annotations
 
     def _global_holds(self, alerts: Sequence[FiringAlert], now: float) -> None:
         """Per cluster: would pipeline health have held any action at all? (A pipeline
