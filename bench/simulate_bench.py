@@ -32,7 +32,7 @@ from guardian.model.history import TimeRange
 from guardian.model.http_client import HttpClientConfig
 from guardian.sim.prometheus_server import PrometheusOptions, start_prometheus
 
-REPO = Path(__file__).resolve().parents[1]
+RULES = Path(__file__).resolve().parents[1] / "rules" / "guardian"
 DAY = 86400
 T0 = 1_700_006_400  # a midnight, far from the server's own head block
 SAMPLE_MINUTES = 5
@@ -56,7 +56,7 @@ def write_fleet(path: Path, gpus: int, days: int, seed: int = 11) -> int:
     steps = days * 1440 // SAMPLE_MINUTES + 1
     times = [T0 + i * SAMPLE_MINUTES * 60 for i in range(steps)]
     kinds = []
-    for i in range(gpus):
+    for _i in range(gpus):
         roll = rng.random()
         kinds.append(
             "free" if roll < 0.1 else "idle" if roll < 0.3 else "late" if roll < 0.4 else "busy"
@@ -85,14 +85,18 @@ def write_fleet(path: Path, gpus: int, days: int, seed: int = 11) -> int:
             return [round(0.5 + 0.4 * rng.random(), 2) for _ in times]
 
         nodes = sorted({i // 8 for i in range(gpus)})
-        family(
+        # Node health every minute, as a 30 s scrape keeps it fresh (a 5-minute-old last
+        # success would make GpuExporterStale flap); per-GPU series every 5 minutes.
+        minutes = [T0 + m * 60 for m in range(days * 1440 + 1)]
+        for name in (
             "guardian_exporter_last_success_timestamp_seconds",
-            [(f'cluster="bench",node="node-{n:04d}"', [float(t) for t in times]) for n in nodes],
-        )
-        family(
             "guardian_exporter_nvml_up",
-            [(f'cluster="bench",node="node-{n:04d}"', [1.0] * steps) for n in nodes],
-        )
+        ):
+            for n in nodes:
+                prefix = f'{name}{{cluster="bench",node="node-{n:04d}"}}'
+                value = (lambda t: float(t)) if "success" in name else (lambda _t: 1.0)
+                out.writelines(f"{prefix} {value(t)} {t}.000\n" for t in minutes)
+                count += len(minutes)
         model = 'driver_version="550",mig="disabled",model="NVIDIA A100-SXM4-80GB"'
         family(
             "guardian_gpu_info", [(f"{gpu_labels(i)},{model}", [1.0] * steps) for i in range(gpus)]
@@ -102,8 +106,11 @@ def write_fleet(path: Path, gpus: int, days: int, seed: int = 11) -> int:
             "guardian_pod_gpu_allocated",
             [
                 (
-                    f'{gpu_labels(i)},container="main",gpu_group="team-{i % 7}",'
-                    f'namespace="ns-{i % 13}",pod="job{i}-7d9f8c6b5-x2x4z",resource="nvidia.com/gpu"',
+                    (
+                        f'{gpu_labels(i)},container="main",gpu_group="team-{i % 7}",'
+                        f'namespace="ns-{i % 13}",pod="job{i}-7d9f8c6b5-x2x4z",'
+                        'resource="nvidia.com/gpu"'
+                    ),
                     [1.0] * steps,
                 )
                 for i in range(gpus)
@@ -145,9 +152,8 @@ def main() -> None:
         work = Path(tmp)
         t = time.perf_counter()
         samples = write_fleet(work / "fleet.om", args.gpus, args.days)
-        print(
-            f"fleet: {args.gpus} GPUs, {args.days} days, {samples:,} samples ({time.perf_counter() - t:.1f}s to write)"
-        )
+        took = time.perf_counter() - t
+        print(f"fleet: {args.gpus} GPUs, {args.days} days, {samples:,} samples ({took:.1f}s)")
         t = time.perf_counter()
         prom = start_prometheus(
             work / "prometheus",
@@ -163,7 +169,7 @@ def main() -> None:
             config.write_text(
                 textwrap.dedent(f"""\
                 prometheus: {{url: "{prom.url}", timeout: 300s}}
-                rule_files: ["{REPO}/rules/guardian/idle.yaml", "{REPO}/rules/guardian/pipeline.yaml"]
+                rule_files: ["{RULES}/idle.yaml", "{RULES}/pipeline.yaml"]
                 prices: {{per_model: {{A100: 2.5}}}}
                 remediation: {{policy_files: [policy.yaml]}}
                 """),
@@ -185,7 +191,8 @@ def main() -> None:
         print(f"simulate: {result.queries} queries, {whole:.1f}s")
         print(f"ratio simulate / bare range queries: {whole / bare:.2f} (goal <= 2)")
         print(
-            f"found: {sum(result.fired.values())} alerts fired, {totals['notifications']} notifications, "
+            f"found: {sum(result.fired.values())} alerts fired, "
+            f"{totals['notifications']} notifications, "
             f"{totals['reclaims']} reclaims ({totals['regret']} regretted), "
             f"{totals['freed_gpu_hours']:.0f} GPU-hours freed, ${totals['cost']:,.0f}"
         )

@@ -29,7 +29,7 @@ from guardian.app.remediation.policy_files import load_policies
 from guardian.app.rules.build import compile_groups
 from guardian.app.settings.config_file import Settings
 from guardian.app.simulate.timeline import Timeline, TimelineBuilder, TimelineRequest
-from guardian.app.simulate.usage import workload_usage
+from guardian.app.simulate.usage import workloads_usage
 from guardian.app.simulate.workloads import Workloads, from_cluster, from_series
 from guardian.engine.remediation import PlannerSettings, is_pipeline
 from guardian.engine.rules.alerting import TemplateEnv
@@ -37,6 +37,7 @@ from guardian.engine.simulate.ladder_replay import (
     HOLD_PREFIX,
     LadderReplay,
     ReplayLog,
+    RestoreTimes,
     WouldStep,
     replay_ladder,
 )
@@ -50,7 +51,7 @@ from guardian.engine.simulate.outcomes import (
 from guardian.model.alerts import TransitionKind
 from guardian.model.history import TimeRange
 from guardian.model.policies import ReclaimPolicy
-from guardian.model.remediation_events import LadderStep
+from guardian.model.remediation_events import LadderStep, WorkloadRef
 
 logger = logging.getLogger(__name__)
 
@@ -141,21 +142,27 @@ class Simulation:
         prices = self.settings.prices.table()
         usages: dict[str, WorkloadUsage] = {}
 
-        def restore_time(step: WouldStep) -> float | None:
-            usage = workload_usage(
-                self.clients.querier,
-                self.fetcher,
-                profile,
-                step.workload,
-                TimeRange(step.at, span.end, span.step),
-                cluster=step.alert_labels.get("cluster", ""),
-                busy_threshold=opts.busy_threshold,
-                chunk_seconds=opts.chunk_seconds,
-            )
-            usages[f"{step.workload}@{step.at}"] = usage
-            return usage.first_busy(step.at)
+        def restore_times(steps: Sequence[WouldStep]) -> dict[WorkloadRef, float | None]:
+            at = steps[0].at
+            backs: dict[WorkloadRef, float | None] = {}
+            for cluster in sorted({s.alert_labels.get("cluster", "") for s in steps}):
+                found = workloads_usage(
+                    self.clients.querier,
+                    self.fetcher,
+                    profile,
+                    [s.workload for s in steps if s.alert_labels.get("cluster", "") == cluster],
+                    TimeRange(at, span.end, span.step),
+                    cluster=cluster,
+                    busy_threshold=opts.busy_threshold,
+                    chunk_seconds=opts.chunk_seconds,
+                )
+                for s in steps:
+                    if s.workload in found:
+                        usages[f"{s.workload}@{s.at}"] = found[s.workload]
+                backs.update((ref, usage.first_busy(at)) for ref, usage in found.items())
+            return backs
 
-        log = self._replay(timeline, policies, workloads, groups, restore_time)
+        log = self._replay(timeline, policies, workloads, groups, restore_times)
         reclaims = [
             reclaim_outcome(s, usages[f"{s.workload}@{s.at}"], span.end, opts.horizon, prices)
             for s in log.steps
@@ -210,7 +217,7 @@ class Simulation:
         policies: Sequence[ReclaimPolicy],
         workloads: Workloads,
         groups: Sequence[Any],
-        restore_time: Callable[[WouldStep], float | None],
+        restore_times: RestoreTimes,
     ) -> ReplayLog:
         r = self.settings.remediation
         planner = PlannerSettings(
@@ -221,4 +228,4 @@ class Simulation:
         replay = LadderReplay(
             policies, workloads.snapshot, planner, cycle_interval=r.cycle_interval
         )
-        return replay_ladder(replay, timeline.evaluations, restore_time)
+        return replay_ladder(replay, timeline.evaluations, restore_times)

@@ -2,13 +2,16 @@
 
 Per reclaimed workload, over the pods its name pattern matches (a Deployment's later
 pods have new names): which GPUs they held (one instant query), then two range queries
-restricted to those GPUs: the GPUs held, per model, and their peak utilization. Busy means a peak at or above the threshold (the idle
-rule's noise floor by default).
+restricted to those GPUs: the GPUs held, per model, and their peak utilization. The
+workloads reclaimed in one cycle are read together, up to ``BATCH`` per query. Busy
+means a peak at or above the threshold (the idle rule's noise floor by default).
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from guardian.app.history.fetch import RangeFetcher, plan_chunks
@@ -24,39 +27,90 @@ class InstantQuerier(Protocol):
     def query(self, expr: str, ts: float) -> QueryResult: ...
 
 
-def workload_usage(
+BATCH = 50  # workloads per query: their pod patterns make one regex
+
+
+def _belongs(labels: Mapping[str, str], ref: WorkloadRef, pattern: re.Pattern[str]) -> bool:
+    return labels.get("namespace") == ref.namespace and bool(
+        pattern.fullmatch(labels.get("pod", ""))
+    )
+
+
+def workloads_usage(
     querier: InstantQuerier,
     fetcher: RangeFetcher,
     profile: MetricProfile,
-    ref: WorkloadRef,
+    refs: Sequence[WorkloadRef],
     span: TimeRange,
     *,
     cluster: str = "",
     busy_threshold: float = 0.05,
     chunk_seconds: float = 86400.0,
-) -> WorkloadUsage:
-    exact = {"namespace": ref.namespace} | ({"cluster": cluster} if cluster else {})
-    sel = matchers(exact, {"pod": pod_pattern(ref)})
-    gpus: defaultdict[int, dict[str, float]] = defaultdict(dict)
-    peaks: dict[int, float] = {}
-    what = f"the usage of {ref}"
+) -> dict[WorkloadRef, WorkloadUsage]:
+    """Each workload's usage over ``span``, read for up to ``BATCH`` workloads at once."""
+    out: dict[WorkloadRef, WorkloadUsage] = {}
+    ordered = sorted(set(refs), key=str)
+    for i in range(0, len(ordered), BATCH):
+        batch = ordered[i : i + BATCH]
+        out.update(
+            _batch_usage(
+                querier, fetcher, profile, batch, span, cluster, busy_threshold, chunk_seconds
+            )
+        )
+    return out
+
+
+def _batch_usage(
+    querier: InstantQuerier,
+    fetcher: RangeFetcher,
+    profile: MetricProfile,
+    refs: Sequence[WorkloadRef],
+    span: TimeRange,
+    cluster: str,
+    busy_threshold: float,
+    chunk_seconds: float,
+) -> dict[WorkloadRef, WorkloadUsage]:
+    patterns = {ref: re.compile(pod_pattern(ref)) for ref in refs}
+    exact = {"cluster": cluster} if cluster else {}
+    regex = {
+        "namespace": "|".join(sorted({re.escape(r.namespace) for r in refs})),
+        "pod": "|".join(sorted({pod_pattern(r) for r in refs})),
+    }
+    sel = matchers(exact, regex)
     held_devices = querier.query(profile.devices(sel, span.end - span.start), span.end)
     devices = [s.labels.get(profile.device_label, "") for s in held_devices.samples]
     if not devices:
-        return WorkloadUsage(ref, span.step)
+        return {ref: WorkloadUsage(ref, span.step) for ref in refs}
     gsel = profile.device_matchers(sel, devices)
+    by = ("namespace", "pod", MODEL)
+    gpus: dict[WorkloadRef, defaultdict[int, dict[str, float]]] = {
+        r: defaultdict(dict) for r in refs
+    }
+    peaks: dict[WorkloadRef, dict[int, float]] = {r: {} for r in refs}
+    what = f"the usage of {len(refs)} reclaimed workloads ({refs[0]}, ...)"
     for chunk in plan_chunks(span, chunk_seconds):
-        held = fetcher.fetch_chunk(profile.allocated((MODEL,), sel, gsel), chunk, what)
-        for series in held.series:
-            model = series.labels.get(MODEL, "")
-            for ts, value in series.points:
-                gpus[ts][model] = gpus[ts].get(model, 0.0) + value
-        peak = fetcher.fetch_chunk(profile.peak((), sel, gsel), chunk, what)
-        for series in peak.series:
-            for ts, value in series.points:
-                peaks[ts] = max(peaks.get(ts, 0.0), value)
-    points = tuple(
-        UsagePoint(ts / 1000, gpus.get(ts, {}), peaks.get(ts, 0.0) >= busy_threshold)
-        for ts in sorted(set(gpus) | set(peaks))
-    )
-    return WorkloadUsage(ref, span.step, points)
+        held = fetcher.fetch_chunk(profile.allocated(by, sel, gsel), chunk, what)
+        peak = fetcher.fetch_chunk(profile.peak(("namespace", "pod"), sel, gsel), chunk, what)
+        for ref, pattern in patterns.items():
+            for series in held.series:
+                if _belongs(series.labels, ref, pattern):
+                    model = series.labels.get(MODEL, "")
+                    for ts, value in series.points:
+                        gpus[ref][ts][model] = gpus[ref][ts].get(model, 0.0) + value
+            for series in peak.series:
+                if _belongs(series.labels, ref, pattern):
+                    for ts, value in series.points:
+                        peaks[ref][ts] = max(peaks[ref].get(ts, 0.0), value)
+    return {
+        ref: WorkloadUsage(
+            ref,
+            span.step,
+            tuple(
+                UsagePoint(
+                    ts / 1000, gpus[ref].get(ts, {}), peaks[ref].get(ts, 0.0) >= busy_threshold
+                )
+                for ts in sorted(set(gpus[ref]) | set(peaks[ref]))
+            ),
+        )
+        for ref in refs
+    }

@@ -73,10 +73,9 @@ class MetricProfile:
 
     def devices(self, sel: str, window_seconds: float) -> str:
         """The GPUs the pods ``sel`` matches held at some point in the last window."""
-        return (
-            f"group by ({self.device_label}) "
-            f"(last_over_time({self.detect}{{{sel.removeprefix(', ')}}}[{int(window_seconds) + 1}s]))"
-        )
+        selector = f"{self.detect}{{{sel.removeprefix(', ')}}}"
+        window = f"{int(window_seconds) + 1}s"
+        return f"group by ({self.device_label}) (last_over_time({selector}[{window}]))"
 
     def device_matchers(self, sel: str, devices: Sequence[str]) -> str:
         """Matchers (no leading comma) for the per-GPU series of ``devices``."""

@@ -278,15 +278,17 @@ class LadderReplay:
         return dataclasses.replace(ws, annotations=annotations)
 
 
-# When the owner of a reclaimed workload would have wanted it back (None: not in range).
-RestoreTime = Callable[[WouldStep], float | None]
+# When the owners of the workloads reclaimed in one cycle would have wanted them back
+# (absent or None: not in the range).
+RestoreTimes = Callable[[Sequence[WouldStep]], Mapping[WorkloadRef, float | None]]
 
 
 def replay_ladder(
-    replay: LadderReplay, evaluations: Iterable[EvaluationRecord], restore_time: RestoreTime
+    replay: LadderReplay, evaluations: Iterable[EvaluationRecord], restore_times: RestoreTimes
 ) -> ReplayLog:
     """Feed an alert timeline to ``replay`` as the engine feeds the loop, evaluation by
-    evaluation, with the alerts active at each; ask ``restore_time`` about each reclaim."""
+    evaluation, with the alerts active at each; ask ``restore_times`` about each cycle's
+    reclaims."""
     active: dict[tuple[str, LabelSet], FiringAlert] = {}
     for record in evaluations:
         for t in record.transitions:
@@ -299,11 +301,15 @@ def replay_ladder(
         result = replay.on_evaluation(record.health, lambda: list(active.values()))
         if result is None:
             continue
+        reclaims = []
         for step in reversed(replay.log.steps):
             if step.at < result.now:
                 break
             if step.step is LadderStep.RECLAIM:
-                back = restore_time(step)
-                if back is not None:
-                    replay.restore_at(step.workload, back)
+                reclaims.append(step)
+        if not reclaims:
+            continue
+        for ref, back in restore_times(reclaims[::-1]).items():
+            if back is not None:
+                replay.restore_at(ref, back)
     return replay.log
