@@ -153,7 +153,7 @@ class LadderReplay:
                 and any(p.spec.alerts.matches(a.labels.to_dict()) for p in self.policies)
             )
         ]
-        snapshot = dataclasses.replace(self.snapshot, workloads=dict(self.workloads))
+        snapshot = dataclasses.replace(self.snapshot, workloads=self._read(relevant))
         view = LedgerView(dict(self.open_episodes), tuple(self.entries))
         result = self.planner(
             relevant, self.policies, snapshot, view, now, health=self.health, settings=self.settings
@@ -167,6 +167,18 @@ class LadderReplay:
         for action in result.actions:
             self._apply(action, now, started.get(action.alert_labels, now))
         return result
+
+    def _read(self, alerts: Sequence[FiringAlert]) -> dict[WorkloadRef, WorkloadState]:
+        """What the loop's reader would have read: the roots of the firing alerts' pods,
+        and the workloads with an open episode (reclaimed ones included)."""
+        owners = self.snapshot.pod_owners
+        wanted = set(self.open_episodes)
+        for a in alerts:
+            if a.firing and not is_pipeline(a.labels):
+                owner = owners.get((a.labels.get("namespace", ""), a.labels.get("pod", "")))
+                if owner is not None and owner.root is not None:
+                    wanted.add(owner.root)
+        return {ref: self.workloads[ref] for ref in wanted if ref in self.workloads}
 
     def _reclaimed(self, alert: FiringAlert) -> bool:
         """The alert's workload is reclaimed (and not due back): the planner would only say
