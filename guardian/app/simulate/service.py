@@ -21,7 +21,7 @@ from typing import Any, TextIO
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.kube.rest import KubeRest
 from guardian.adapters.prometheus import PrometheusQuerier
-from guardian.app.history.fetch import RangeFetcher
+from guardian.app.history.fetch import MAX_POINTS, RangeFetcher
 from guardian.app.history.profiles import detect_profile
 from guardian.app.history.progress import NoProgress, progress_for
 from guardian.app.remediation.build import kube_api_client, pipeline_group_names
@@ -140,31 +140,37 @@ class Simulation:
         workloads = self._workloads(timeline)
         profile = detect_profile(self.clients.querier, span, opts.metrics)
         prices = self.settings.prices.table()
-        usages: dict[str, WorkloadUsage] = {}
+        usages: dict[WorkloadRef, WorkloadUsage] = {}  # from a workload's first reclaim on
 
-        def restore_times(steps: Sequence[WouldStep]) -> dict[WorkloadRef, float | None]:
+        def restore_times(
+            steps: Sequence[WouldStep], candidates: Sequence[tuple[WorkloadRef, str]]
+        ) -> dict[WorkloadRef, float | None]:
             at = steps[0].at
-            backs: dict[WorkloadRef, float | None] = {}
-            for cluster in sorted({s.alert_labels.get("cluster", "") for s in steps}):
-                found = workloads_usage(
-                    self.clients.querier,
-                    self.fetcher,
-                    profile,
-                    [s.workload for s in steps if s.alert_labels.get("cluster", "") == cluster],
-                    TimeRange(at, span.end, span.step),
-                    cluster=cluster,
-                    busy_threshold=opts.busy_threshold,
-                    chunk_seconds=opts.chunk_seconds,
-                )
-                for s in steps:
-                    if s.workload in found:
-                        usages[f"{s.workload}@{s.at}"] = found[s.workload]
-                backs.update((ref, usage.first_busy(at)) for ref, usage in found.items())
-            return backs
+            reclaimed = {s.workload: s.alert_labels.get("cluster", "") for s in steps}
+            if any(ref not in usages for ref in reclaimed):
+                # Read ahead: the cycle's other candidates may be reclaimed later, and
+                # their usage from now on covers any later reclaim.
+                wanted = dict(candidates) | reclaimed
+                missing = {ref: c for ref, c in wanted.items() if ref not in usages}
+                for cluster in sorted(set(missing.values())):
+                    batch = [ref for ref, c in missing.items() if c == cluster]
+                    usages.update(
+                        workloads_usage(
+                            self.clients.querier,
+                            self.fetcher,
+                            profile,
+                            batch,
+                            TimeRange(at, span.end, span.step),
+                            cluster=cluster,
+                            busy_threshold=opts.busy_threshold,
+                            chunk_seconds=max(opts.chunk_seconds, MAX_POINTS * span.step),
+                        )
+                    )
+            return {ref: usages[ref].first_busy(at) for ref in reclaimed}
 
         log = self._replay(timeline, policies, workloads, groups, restore_times)
         reclaims = [
-            reclaim_outcome(s, usages[f"{s.workload}@{s.at}"], span.end, opts.horizon, prices)
+            reclaim_outcome(s, usages[s.workload], span.end, opts.horizon, prices)
             for s in log.steps
             if s.step is LadderStep.RECLAIM
         ]

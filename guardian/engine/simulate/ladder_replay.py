@@ -120,6 +120,7 @@ class LadderReplay:
         self.workloads: dict[WorkloadRef, WorkloadState] = dict(snapshot.workloads)
         self.due_restores: dict[WorkloadRef, float] = {}
         self.clusters: set[str] = set()
+        self.candidates: list[tuple[WorkloadRef, str]] = []  # last cycle's roots, clusters
         self.log = ReplayLog()
 
     # ---------------------------------------------------------------- input
@@ -172,12 +173,14 @@ class LadderReplay:
         """What the loop's reader would have read: the roots of the firing alerts' pods,
         and the workloads with an open episode (reclaimed ones included)."""
         owners = self.snapshot.pod_owners
-        wanted = set(self.open_episodes)
+        roots: dict[WorkloadRef, str] = {}
         for a in alerts:
             if a.firing and not is_pipeline(a.labels):
                 owner = owners.get((a.labels.get("namespace", ""), a.labels.get("pod", "")))
                 if owner is not None and owner.root is not None:
-                    wanted.add(owner.root)
+                    roots.setdefault(owner.root, a.labels.get("cluster", ""))
+        self.candidates = sorted(roots.items(), key=lambda kv: str(kv[0]))
+        wanted = set(roots) | set(self.open_episodes)
         return {ref: self.workloads[ref] for ref in wanted if ref in self.workloads}
 
     def _reclaimed(self, alert: FiringAlert) -> bool:
@@ -291,8 +294,11 @@ class LadderReplay:
 
 
 # When the owners of the workloads reclaimed in one cycle would have wanted them back
-# (absent or None: not in the range).
-RestoreTimes = Callable[[Sequence[WouldStep]], Mapping[WorkloadRef, float | None]]
+# (absent or None: not in the range). Also given: the cycle's other candidates (roots of
+# its firing alerts, with their cluster), whose usage the caller may read ahead.
+RestoreTimes = Callable[
+    [Sequence[WouldStep], Sequence[tuple[WorkloadRef, str]]], Mapping[WorkloadRef, float | None]
+]
 
 
 def replay_ladder(
@@ -321,7 +327,7 @@ def replay_ladder(
                 reclaims.append(step)
         if not reclaims:
             continue
-        for ref, back in restore_times(reclaims[::-1]).items():
+        for ref, back in restore_times(reclaims[::-1], replay.candidates).items():
             if back is not None:
                 replay.restore_at(ref, back)
     return replay.log

@@ -87,7 +87,7 @@ def timeline(
 def replay(pol, records, *, restore=lambda _s: None, snap=None, planner=plan, settings=None) -> Any:
     settings = settings or PlannerSettings(pipeline_groups=("pipeline",))
     r = LadderReplay([pol], snap or snapshot(), settings, cycle_interval=60.0, planner=planner)
-    return replay_ladder(r, records, lambda steps: {s.workload: restore(s) for s in steps})
+    return replay_ladder(r, records, lambda steps, _ahead: {s.workload: restore(s) for s in steps})
 
 
 def steps(log) -> list[tuple[int, str]]:
