@@ -1,8 +1,9 @@
 """A reclaimed workload's own usage after the would-be reclaim, read back from history.
 
 Per reclaimed workload, over the pods its name pattern matches (a Deployment's later
-pods have new names): which GPUs they held (one instant query), then two range queries
-restricted to those GPUs: the GPUs held, per model, and their peak utilization. The
+pods have new names): which GPUs they held and of which model (two instant queries),
+then two range queries: the GPUs held (the allocation series alone) and their peak
+utilization (joined with only those GPUs' utilization). The
 workloads reclaimed in one cycle are read together, up to ``BATCH`` per query. Busy
 means a peak at or above the threshold (the idle rule's noise floor by default).
 """
@@ -82,19 +83,25 @@ def _batch_usage(
     if not devices:
         return {ref: WorkloadUsage(ref, span.step) for ref in refs}
     gsel = profile.device_matchers(sel, devices)
-    by = ("namespace", "pod", MODEL)
+    window = span.end - span.start
+    model_of = {
+        (m.labels.get("namespace", ""), m.labels.get("pod", "")): m.labels.get(MODEL, "")
+        for m in querier.query(profile.models(sel, gsel, window), span.end).samples
+    }
     gpus: dict[WorkloadRef, defaultdict[int, dict[str, float]]] = {
         r: defaultdict(dict) for r in refs
     }
     peaks: dict[WorkloadRef, dict[int, float]] = {r: {} for r in refs}
     what = f"the usage of {len(refs)} reclaimed workloads ({refs[0]}, ...)"
+    pod_key = ("namespace", "pod")
     for chunk in plan_chunks(span, chunk_seconds):
-        held = fetcher.fetch_chunk(profile.allocated(by, sel, gsel), chunk, what)
-        peak = fetcher.fetch_chunk(profile.peak(("namespace", "pod"), sel, gsel), chunk, what)
+        held = fetcher.fetch_chunk(profile.held(pod_key, sel), chunk, what)
+        peak = fetcher.fetch_chunk(profile.peak(pod_key, sel, gsel), chunk, what)
         for ref, pattern in patterns.items():
             for series in held.series:
                 if _belongs(series.labels, ref, pattern):
-                    model = series.labels.get(MODEL, "")
+                    pod = (series.labels.get("namespace", ""), series.labels.get("pod", ""))
+                    model = model_of.get(pod, "")
                     for ts, value in series.points:
                         gpus[ref][ts][model] = gpus[ref][ts].get(model, 0.0) + value
             for series in peak.series:

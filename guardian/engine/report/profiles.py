@@ -44,7 +44,9 @@ class MetricProfile:
     name: str
     detect: str  # a metric only this exporter serves, with namespace and pod labels
     gpu_key: tuple[str, ...]  # labels that identify one GPU (or MIG instance)
-    allocation: str  # per GPU and pod, value 1
+    allocation: str  # per GPU and pod, value 1, with the model
+    pod_allocation: str  # the same without the model: no join, cheap over long ranges
+    model_lookup: str  # per GPU and pod over the last ``{w}``, with the model
     utilization: str  # per GPU, 0-1
     device_label: str  # the GPU's identity among gpu_key, for device_matchers
     pod_labels_on_devices: bool  # dcgm: every GPU series carries its pod
@@ -69,7 +71,21 @@ class MetricProfile:
 
     def peak(self, by: Sequence[str], sel: str = "", gsel: str = "") -> str:
         """The highest utilization of the GPUs each group holds."""
-        return self._weighted(self.utilization, by, sel, gsel, agg="max")
+        key = ", ".join(self.gpu_key)
+        return (
+            f"max by ({', '.join(by)}) ({self.pod_allocation.format(sel=sel)}"
+            f" * on ({key}) group_left () ({self.utilization.format(gsel=gsel)}))"
+        )
+
+    def held(self, by: Sequence[str], sel: str = "") -> str:
+        """GPUs held, without the model (see ``models``)."""
+        return f"sum by ({', '.join(by)}) ({self.pod_allocation.format(sel=sel)})"
+
+    def models(self, sel: str, gsel: str, window_seconds: float) -> str:
+        """Per pod, the model of the GPUs it held in the last window (one instant query)."""
+        window = f"{int(window_seconds) + 1}s"
+        inner = self.model_lookup.format(sel=sel, gsel=gsel, w=window)
+        return f"group by (namespace, pod, {MODEL}) ({inner})"
 
     def devices(self, sel: str, window_seconds: float) -> str:
         """The GPUs the pods ``sel`` matches held at some point in the last window."""
@@ -98,6 +114,15 @@ GUARDIAN = MetricProfile(
         " max by (cluster, node, uuid, gpu_group, namespace, pod) ("
         'guardian_pod_gpu_allocated{{pod!=""{sel}}}))'
     ),
+    pod_allocation=(
+        'max by (cluster, node, uuid, namespace, pod) (guardian_pod_gpu_allocated{{pod!=""{sel}}})'
+    ),
+    model_lookup=(
+        "max by (cluster, node, uuid, namespace, pod) ("
+        'last_over_time(guardian_pod_gpu_allocated{{uuid!=""{sel}}}[{w}]))'
+        " * on (cluster, node, uuid) group_left (model)"
+        " max by (cluster, node, uuid, model) (last_over_time(guardian_gpu_info{{{gsel}}}[{w}]))"
+    ),
     utilization="max by (cluster, node, uuid) (guardian_gpu_utilization_ratio{{{gsel}}})",
     device_label="uuid",
     pod_labels_on_devices=False,
@@ -113,6 +138,14 @@ DCGM = MetricProfile(
         " namespace, pod, modelName) ("
         'DCGM_FI_DEV_FB_USED{{namespace!="", pod!="", exported_pod=""{sel}}}'
         ' unless on (cluster, instance, pod) up), "model", "$1", "modelName", "(.*)")'
+    ),
+    pod_allocation=(
+        "group by (cluster, Hostname, UUID, GPU_I_ID, namespace, pod) ("
+        'DCGM_FI_DEV_FB_USED{{namespace!="", pod!="", exported_pod=""{sel}}})'
+    ),
+    model_lookup=(
+        'label_replace(last_over_time(DCGM_FI_DEV_FB_USED{{pod!=""{sel}}}[{w}]),'
+        ' "model", "$1", "modelName", "(.*)")'
     ),
     utilization=(
         f"(max by ({_DCGM_KEY}) (DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{{{{gsel}}}}}})"

@@ -121,6 +121,8 @@ class LadderReplay:
         self.due_restores: dict[WorkloadRef, float] = {}
         self.clusters: set[str] = set()
         self.candidates: list[tuple[WorkloadRef, str]] = []  # last cycle's roots, clusters
+        self.parked: set[WorkloadRef] = set()  # reclaimed, until restored
+        self._matches: dict[LabelSet, bool] = {}  # alert labels -> some policy acts on them
         self.log = ReplayLog()
 
     # ---------------------------------------------------------------- input
@@ -148,14 +150,10 @@ class LadderReplay:
         relevant = [
             a
             for a in alerts
-            if is_pipeline(a.labels)
-            or (
-                not self._reclaimed(a)
-                and any(p.spec.alerts.matches(a.labels.to_dict()) for p in self.policies)
-            )
+            if is_pipeline(a.labels) or (not self._reclaimed(a) and self._policy_alert(a))
         ]
         snapshot = dataclasses.replace(self.snapshot, workloads=self._read(relevant))
-        view = LedgerView(dict(self.open_episodes), tuple(self.entries))
+        view = self._view(now)
         result = self.planner(
             relevant, self.policies, snapshot, view, now, health=self.health, settings=self.settings
         )
@@ -169,6 +167,32 @@ class LadderReplay:
             self._apply(action, now, started.get(action.alert_labels, now))
         return result
 
+    def _policy_alert(self, alert: FiringAlert) -> bool:
+        found = self._matches.get(alert.labels)
+        if found is None:
+            labels = alert.labels.to_dict()
+            found = self._matches[alert.labels] = any(
+                p.spec.alerts.matches(labels) for p in self.policies
+            )
+        return found
+
+    def _view(self, now: float) -> LedgerView:
+        """The ledger as the planner needs it. Reclaimed workloads (parked until their
+        restore) are left out: the planner would only say "already reclaimed" about them
+        and never restore them itself; their reclaims of the last hour stay, for limits."""
+        parked = self.parked
+        if not parked:
+            return LedgerView(dict(self.open_episodes), tuple(self.entries))
+        hour = now - 3600.0
+        return LedgerView(
+            {ref: e for ref, e in self.open_episodes.items() if ref not in parked},
+            tuple(
+                e
+                for e in self.entries
+                if e.workload not in parked or (e.step is LadderStep.RECLAIM and e.at >= hour)
+            ),
+        )
+
     def _read(self, alerts: Sequence[FiringAlert]) -> dict[WorkloadRef, WorkloadState]:
         """What the loop's reader would have read: the roots of the firing alerts' pods,
         and the workloads with an open episode (reclaimed ones included)."""
@@ -180,17 +204,18 @@ class LadderReplay:
                 if owner is not None and owner.root is not None:
                     roots.setdefault(owner.root, a.labels.get("cluster", ""))
         self.candidates = sorted(roots.items(), key=lambda kv: str(kv[0]))
-        wanted = set(roots) | set(self.open_episodes)
+        wanted = (set(roots) | set(self.open_episodes)) - self.parked
         return {ref: self.workloads[ref] for ref in wanted if ref in self.workloads}
 
     def _reclaimed(self, alert: FiringAlert) -> bool:
         """The alert's workload is reclaimed (and not due back): the planner would only say
         so again, so its alerts are left out of the cycle (a replay has thousands)."""
+        if not self.parked:
+            return False
         owner = self.snapshot.pod_owners.get(
             (alert.labels.get("namespace", ""), alert.labels.get("pod", ""))
         )
-        ws = self.workloads.get(owner.root) if owner is not None and owner.root else None
-        return ws is not None and Annotations.RECLAIMED_AT in ws.annotations
+        return owner is not None and owner.root in self.parked
 
     def _global_holds(self, alerts: Sequence[FiringAlert], now: float) -> None:
         """Per cluster: would pipeline health have held any action at all? (A pipeline
@@ -248,6 +273,7 @@ class LadderReplay:
                 ws, {Annotations.FLAGGED_AT: rfc3339(now), Annotations.EPISODE: action.episode}
             )
         elif action.step is LadderStep.RECLAIM:
+            self.parked.add(ref)
             self.workloads[ref] = dataclasses.replace(
                 self._annotated(ws, {Annotations.RECLAIMED_AT: rfc3339(now)}),
                 replicas=0 if ws.replicas is not None else None,
@@ -268,6 +294,7 @@ class LadderReplay:
             self._restored(ws, at)
 
     def _restored(self, ws: WorkloadState, at: float) -> None:
+        self.parked.discard(ws.ref)
         original = self.snapshot.workloads.get(ws.ref, ws)
         cleared = self._annotated(
             ws,

@@ -104,6 +104,10 @@ class GroupReplay:
             answer = answers.get(rule.key)
             if answer is None:
                 answer = LookupError(f"no answer for rule {rule.key} at {ts}")
+            steady = self._steady(rule, answer, ts)
+            if steady is not None:
+                outcomes.append(steady)
+                continue
             result = evaluate_alerting_rule(
                 rule.lean,
                 rule.active,
@@ -130,6 +134,44 @@ class GroupReplay:
             outcomes=tuple(outcomes),
             transitions=tuple(transitions),
         )
+
+    def _steady(self, rule: _RuleReplay, answer: Answer, ts: float) -> RuleOutcome | None:
+        """The common step of a long replay, without the state machine: a healthy answer
+        whose samples are exactly the rule's alerts, all firing and none held by
+        ``keep_firing_for``. ``evaluate_alerting_rule`` would only update their values
+        (no transition), so that is done here; anything else goes to it. None: not this
+        case. Needs labels that are not templated (the identities are cached per series)."""
+        active = rule.active
+        if (
+            not isinstance(answer, QueryResult)
+            or answer.warnings
+            or answer.partial
+            or not active
+            or len(answer.samples) != len(active)
+            or (0 < self.compiled.group.limit < len(active))
+        ):
+            return None
+        identity = rule.identity
+        values: dict[LabelSet, float] = {}
+        for sample in answer.samples:
+            labels = identity.get(sample.labels)
+            if labels is None or labels in values:
+                return None
+            values[labels] = sample.value
+        new: dict[LabelSet, Alert] = {}
+        for labels, alert in active.items():
+            value = values.get(labels)
+            if value is None or alert.state is not AlertState.FIRING:
+                return None
+            if alert.keep_firing_since is not None:
+                return None
+            same = value == alert.value or (value != value and alert.value != alert.value)
+            new[labels] = alert if same else dataclasses.replace(alert, value=value)
+        rule.active = new
+        seen = rule.seen
+        for sample in answer.samples:
+            seen[identity[sample.labels]] = (sample, ts)
+        return RuleOutcome(rule.lean.rule.name, EvaluationHealth.OK, samples=len(values))
 
     def _template_query(self, ts: float) -> Callable[[str], list[QuerySample]] | None:
         query = self._query
