@@ -69,18 +69,6 @@ class MetricProfile:
     def idle(self, by: Sequence[str], floor: float, sel: str = "", gsel: str = "") -> str:
         return self._weighted(f"{self.utilization} < bool {floor!r}", by, sel, gsel)
 
-    def peak(self, by: Sequence[str], sel: str = "", gsel: str = "") -> str:
-        """The highest utilization of the GPUs each group holds."""
-        key = ", ".join(self.gpu_key)
-        return (
-            f"max by ({', '.join(by)}) ({self.pod_allocation.format(sel=sel)}"
-            f" * on ({key}) group_left () ({self.utilization.format(gsel=gsel)}))"
-        )
-
-    def held(self, by: Sequence[str], sel: str = "") -> str:
-        """GPUs held, without the model (see ``models``)."""
-        return f"sum by ({', '.join(by)}) ({self.pod_allocation.format(sel=sel)})"
-
     def models(self, sel: str, gsel: str, window_seconds: float) -> str:
         """Per pod, the model of the GPUs it held in the last window (one instant query)."""
         window = f"{int(window_seconds) + 1}s"
