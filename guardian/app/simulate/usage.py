@@ -14,12 +14,13 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import Protocol
 
 from guardian.app.history.fetch import RangeFetcher, plan_chunks
 from guardian.engine.report.profiles import MODEL, MetricProfile, matchers
 from guardian.engine.simulate.identity import pod_pattern
-from guardian.engine.simulate.outcomes import UsagePoint, WorkloadUsage
+from guardian.engine.simulate.outcomes import WorkloadUsage
 from guardian.model.history import TimeRange
 from guardian.model.query import QueryResult
 from guardian.model.remediation_events import WorkloadRef
@@ -89,37 +90,32 @@ def _batch_usage(
         (m.labels.get("namespace", ""), m.labels.get("pod", "")): m.labels.get(MODEL, "")
         for m in querier.query(profile.models(sel, gsel, window), span.end).samples
     }
-    gpus: dict[WorkloadRef, defaultdict[int, dict[str, float]]] = {
-        r: defaultdict(dict) for r in refs
+    held: dict[WorkloadRef, defaultdict[str, list[tuple[int, float]]]] = {
+        r: defaultdict(list) for r in refs
     }
-    peaks: dict[WorkloadRef, dict[int, float]] = {r: {} for r in refs}
+    busy: dict[WorkloadRef, set[int]] = {r: set() for r in refs}
     what = f"the usage of {len(refs)} reclaimed workloads ({refs[0]}, ...)"
     key = profile.gpu_key
     for chunk in plan_chunks(span, chunk_seconds):
         # Raw per-GPU series, joined here: a join at every step costs the server more.
-        held = fetcher.fetch_chunk(profile.pod_allocation.format(sel=sel), chunk, what)
+        alloc = fetcher.fetch_chunk(profile.pod_allocation.format(sel=sel), chunk, what)
         util = fetcher.fetch_chunk(profile.utilization.format(gsel=gsel), chunk, what)
-        by_gpu = {tuple(u.labels.get(k, "") for k in key): dict(u.points) for u in util.series}
+        busy_on = {
+            tuple(u.labels.get(k, "") for k in key): {
+                ts for ts, v in u.points if v >= busy_threshold
+            }
+            for u in util.series
+        }
         for ref, pattern in patterns.items():
-            for series in held.series:
+            for series in alloc.series:
                 if not _belongs(series.labels, ref, pattern):
                     continue
                 pod = (series.labels.get("namespace", ""), series.labels.get("pod", ""))
-                model = model_of.get(pod, "")
-                busy = by_gpu.get(tuple(series.labels.get(k, "") for k in key), {})
-                for ts, value in series.points:
-                    gpus[ref][ts][model] = gpus[ref][ts].get(model, 0.0) + value
-                    peaks[ref][ts] = max(peaks[ref].get(ts, 0.0), busy.get(ts, 0.0))
+                held[ref][model_of.get(pod, "")].extend(series.points)
+                gpu_busy = busy_on.get(tuple(series.labels.get(k, "") for k in key))
+                if gpu_busy:
+                    busy[ref].update(gpu_busy.intersection(map(itemgetter(0), series.points)))
     return {
-        ref: WorkloadUsage(
-            ref,
-            span.step,
-            tuple(
-                UsagePoint(
-                    ts / 1000, gpus[ref].get(ts, {}), peaks[ref].get(ts, 0.0) >= busy_threshold
-                )
-                for ts in sorted(set(gpus[ref]) | set(peaks[ref]))
-            ),
-        )
+        ref: WorkloadUsage(ref, span.step, dict(held[ref]), tuple(sorted(busy[ref])))
         for ref in refs
     }

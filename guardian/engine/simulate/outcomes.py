@@ -13,7 +13,7 @@ recorded it: GPUs held (per model) and whether any of them was busy, at every st
 
 from __future__ import annotations
 
-from collections import defaultdict
+import bisect
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -22,21 +22,19 @@ from guardian.engine.simulate.ladder_replay import Hold, WouldStep
 from guardian.model.remediation_events import WorkloadRef
 
 
-@dataclass(frozen=True, slots=True)
-class UsagePoint:
-    at: float
-    gpus: Mapping[str, float]  # GPU model ("" unknown) -> GPUs the workload held
-    busy: bool  # any of its GPUs at or above the busy threshold
-
-
 @dataclass(frozen=True)
 class WorkloadUsage:
+    """What the workload held and when it was busy, each point standing for ``step``."""
+
     workload: WorkloadRef
     step: float  # seconds each point stands for
-    points: tuple[UsagePoint, ...] = ()
+    held: Mapping[str, Sequence[tuple[int, float]]] = field(default_factory=dict)
+    # GPU model ("" unknown) -> (timestamp ms, GPUs held), in any order
+    busy: Sequence[int] = ()  # sorted timestamps (ms) at which any of its GPUs was busy
 
     def first_busy(self, after: float) -> float | None:
-        return next((p.at for p in self.points if p.at >= after and p.busy), None)
+        i = bisect.bisect_left(self.busy, round(after * 1000))
+        return self.busy[i] / 1000 if i < len(self.busy) else None
 
 
 @dataclass(frozen=True)
@@ -48,12 +46,14 @@ class Freed:
 
 def freed(usage: WorkloadUsage, start: float, end: float, prices: PriceTable) -> Freed:
     """GPU-hours (and their cost) the workload held in ``[start, end)``."""
-    by_model: defaultdict[str, float] = defaultdict(float)
-    for point in usage.points:
-        if start <= point.at < end:
-            for model, gpus in point.gpus.items():
-                by_model[model] += gpus * usage.step / 3600.0
-    return Freed(sum(by_model.values()), _cost(by_model, prices), dict(by_model))
+    lo, hi = round(start * 1000), round(end * 1000)
+    hours = usage.step / 3600.0
+    by_model = {
+        model: sum(g for ts, g in points if lo <= ts < hi) * hours
+        for model, points in usage.held.items()
+    }
+    by_model = {model: h for model, h in by_model.items() if h}
+    return Freed(sum(by_model.values()), _cost(by_model, prices), by_model)
 
 
 def _cost(gpu_hours: Mapping[str, float], prices: PriceTable) -> float | None:

@@ -7,7 +7,7 @@ import pytest
 from guardian.engine.notify.findings import PriceTable
 from guardian.engine.simulate.identity import pod_pattern, workload_from_pod
 from guardian.engine.simulate.ladder_replay import WouldStep
-from guardian.engine.simulate.outcomes import UsagePoint, WorkloadUsage, freed, reclaim_outcome
+from guardian.engine.simulate.outcomes import WorkloadUsage, freed, reclaim_outcome
 from guardian.model.labels import LabelSet
 from guardian.model.reclaim import ActionKind
 from guardian.model.remediation_events import LadderStep, WorkloadRef
@@ -17,8 +17,8 @@ PRICES = PriceTable({"A100": 2.0, "H100": 4.0})
 
 
 def usage(busy_at: set[int], gpus: dict[str, float]) -> WorkloadUsage:
-    points = tuple(UsagePoint(m * 60.0, gpus, m in busy_at) for m in range(0, 120))
-    return WorkloadUsage(REF, 60.0, points)
+    held = {model: [(m * 60_000, n) for m in range(0, 120)] for model, n in gpus.items()}
+    return WorkloadUsage(REF, 60.0, held, tuple(sorted(m * 60_000 for m in busy_at)))
 
 
 def step(at: float) -> WouldStep:
