@@ -29,7 +29,7 @@ from guardian.app.remediation.policy_files import load_policies
 from guardian.app.rules.build import compile_groups
 from guardian.app.settings.config_file import Settings
 from guardian.app.simulate.timeline import Timeline, TimelineBuilder, TimelineRequest
-from guardian.app.simulate.usage import workloads_usage
+from guardian.app.simulate.usage import UsageCache, UsageQuery
 from guardian.app.simulate.workloads import Workloads, from_cluster, from_series
 from guardian.engine.remediation import PlannerSettings, is_pipeline
 from guardian.engine.rules.alerting import TemplateEnv
@@ -44,14 +44,13 @@ from guardian.engine.simulate.ladder_replay import (
 from guardian.engine.simulate.outcomes import (
     HoldSpan,
     ReclaimOutcome,
-    WorkloadUsage,
     hold_spans,
     reclaim_outcome,
 )
 from guardian.model.alerts import TransitionKind
 from guardian.model.history import TimeRange
 from guardian.model.policies import ReclaimPolicy
-from guardian.model.remediation_events import LadderStep, WorkloadRef
+from guardian.model.remediation_events import LadderStep
 
 logger = logging.getLogger(__name__)
 
@@ -140,37 +139,20 @@ class Simulation:
         workloads = self._workloads(timeline)
         profile = detect_profile(self.clients.querier, span, opts.metrics)
         prices = self.settings.prices.table()
-        usages: dict[WorkloadRef, WorkloadUsage] = {}  # from a workload's first reclaim on
+        usage = UsageCache(
+            UsageQuery(
+                self.clients.querier,
+                self.fetcher,
+                profile,
+                TimeRange(span.start, span.end, span.step),
+                opts.busy_threshold,
+                max(opts.chunk_seconds, MAX_POINTS * span.step),
+            )
+        )
 
-        def restore_times(
-            steps: Sequence[WouldStep], candidates: Sequence[tuple[WorkloadRef, str]]
-        ) -> dict[WorkloadRef, float | None]:
-            at = steps[0].at
-            reclaimed = {s.workload: s.alert_labels.get("cluster", "") for s in steps}
-            if any(ref not in usages for ref in reclaimed):
-                # Read ahead: the cycle's other candidates may be reclaimed later, and
-                # their usage from now on covers any later reclaim.
-                wanted = dict(candidates) | reclaimed
-                missing = {ref: c for ref, c in wanted.items() if ref not in usages}
-                for cluster in sorted(set(missing.values())):
-                    batch = [ref for ref, c in missing.items() if c == cluster]
-                    usages.update(
-                        workloads_usage(
-                            self.clients.querier,
-                            self.fetcher,
-                            profile,
-                            batch,
-                            TimeRange(at, span.end, span.step),
-                            cluster=cluster,
-                            busy_threshold=opts.busy_threshold,
-                            chunk_seconds=max(opts.chunk_seconds, MAX_POINTS * span.step),
-                        )
-                    )
-            return {ref: usages[ref].first_busy(at) for ref in reclaimed}
-
-        log = self._replay(timeline, policies, workloads, groups, restore_times)
+        log = self._replay(timeline, policies, workloads, groups, usage)
         reclaims = [
-            reclaim_outcome(s, usages[s.workload], span.end, opts.horizon, prices)
+            reclaim_outcome(s, usage.usages[s.workload], span.end, opts.horizon, prices)
             for s in log.steps
             if s.step is LadderStep.RECLAIM
         ]

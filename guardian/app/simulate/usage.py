@@ -14,12 +14,14 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from operator import itemgetter
 from typing import Protocol
 
 from guardian.app.history.fetch import RangeFetcher, plan_chunks
 from guardian.engine.report.profiles import MODEL, MetricProfile, matchers
 from guardian.engine.simulate.identity import pod_pattern
+from guardian.engine.simulate.ladder_replay import WouldStep
 from guardian.engine.simulate.outcomes import WorkloadUsage
 from guardian.model.history import TimeRange
 from guardian.model.query import QueryResult
@@ -119,3 +121,50 @@ def _batch_usage(
         ref: WorkloadUsage(ref, span.step, dict(held[ref]), tuple(sorted(busy[ref])))
         for ref in refs
     }
+
+
+@dataclass(frozen=True)
+class UsageQuery:
+    querier: InstantQuerier
+    fetcher: RangeFetcher
+    profile: MetricProfile
+    span: TimeRange  # the replay's range: usage is read from a reclaim to its end
+    busy_threshold: float
+    chunk_seconds: float
+
+
+class UsageCache:
+    """The replay's ``restore_times``: the usage of each cycle's reclaimed workloads, read
+    with the cycle's other candidates ahead (their usage from now on covers any later
+    reclaim of theirs), and kept for the outcomes."""
+
+    def __init__(self, query: UsageQuery) -> None:
+        self.query = query
+        self.usages: dict[WorkloadRef, WorkloadUsage] = {}
+
+    def __call__(
+        self, steps: Sequence[WouldStep], candidates: Sequence[tuple[WorkloadRef, str]]
+    ) -> dict[WorkloadRef, float | None]:
+        at = steps[0].at
+        reclaimed = {s.workload: s.alert_labels.get("cluster", "") for s in steps}
+        if any(ref not in self.usages for ref in reclaimed):
+            wanted = dict(candidates) | reclaimed
+            missing = {ref: c for ref, c in wanted.items() if ref not in self.usages}
+            for cluster in sorted(set(missing.values())):
+                self._read([ref for ref, c in missing.items() if c == cluster], cluster, at)
+        return {ref: self.usages[ref].first_busy(at) for ref in reclaimed}
+
+    def _read(self, refs: Sequence[WorkloadRef], cluster: str, at: float) -> None:
+        q = self.query
+        self.usages.update(
+            workloads_usage(
+                q.querier,
+                q.fetcher,
+                q.profile,
+                refs,
+                TimeRange(at, q.span.end, q.span.step),
+                cluster=cluster,
+                busy_threshold=q.busy_threshold,
+                chunk_seconds=q.chunk_seconds,
+            )
+        )
