@@ -24,6 +24,8 @@ after minute ``m``. GpuIdle needs 30 minutes of allocation and idleness, then ``
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -110,19 +112,19 @@ def simulated(tmp_path_factory: pytest.TempPathFactory, prometheus_binaries):
         options = SimulateOptions(since=T0, until=T0 + MINUTES * 60, chunk_seconds=7200.0)
         result = Simulation(settings, options, Clients(querier)).run()
         querier.close()
+        idle_group = next(g for g in compile_groups(settings) if g.name == "guardian-gpu-idle")
+        slots = group_slots(idle_group, T0, T0 + MINUTES * 60)
+
+        def slot(minute: int) -> float:
+            return next(s for s in slots if s >= (T0 + minute * 60) * 1000) / 1000
+
+        yield result, slot, config
     finally:
         prom.stop()
-    idle_group = next(g for g in compile_groups(settings) if g.name == "guardian-gpu-idle")
-    slots = group_slots(idle_group, T0, T0 + MINUTES * 60)
-
-    def slot(minute: int) -> float:
-        return next(s for s in slots if s >= (T0 + minute * 60) * 1000) / 1000
-
-    return result, slot
 
 
 def test_would_be_steps_are_exactly_the_hand_computed_ones(simulated) -> None:
-    result, slot = simulated
+    result, slot, _config = simulated
     steps = [(s.at, str(s.workload), s.step.value) for s in result.steps]
     a, b, d = (
         "ml/Deployment/idle-notebook",
@@ -145,7 +147,7 @@ def test_would_be_steps_are_exactly_the_hand_computed_ones(simulated) -> None:
 
 
 def test_freed_gpu_hours_cost_and_regret(simulated) -> None:
-    result, slot = simulated
+    result, slot, _config = simulated
     by_name = {r.step.workload.name: r for r in result.reclaims}
     notebook, train = by_name["idle-notebook"], by_name["regret-train"]
     assert notebook.restored_at is None
@@ -163,7 +165,7 @@ def test_freed_gpu_hours_cost_and_regret(simulated) -> None:
 
 
 def test_the_gap_holds_the_ladder_and_is_reported(simulated) -> None:
-    result, slot = simulated
+    result, slot, _config = simulated
     gappy = [h for h in result.holds if h.workload and h.workload.name == "gappy"]
     assert gappy, "the gap on n2 must hold gappy's ladder"
     assert all("missing data is not idleness" in h.reason and "node n2" in h.reason for h in gappy)
@@ -177,7 +179,7 @@ def test_the_gap_holds_the_ladder_and_is_reported(simulated) -> None:
 
 
 def test_the_excluded_workload_gets_no_step_and_says_why(simulated) -> None:
-    result, _slot = simulated
+    result, _slot, _config = simulated
     assert result.fired["GpuIdle"] >= 4
     assert not [s for s in result.steps if s.workload.namespace == "protected"]
     refusals = [r for r in result.refusals if r.workload and r.workload.namespace == "protected"]
@@ -186,9 +188,55 @@ def test_the_excluded_workload_gets_no_step_and_says_why(simulated) -> None:
 
 
 def test_the_report_names_the_source_of_identities_and_the_modes(simulated) -> None:
-    result, _slot = simulated
+    result, _slot, _config = simulated
     out = render_json(result)
     assert "series alone" in out["workloads_source"]
     assert out["policies"][0]["mode_in_file"] == "observe"
     assert out["since"] == rfc3339(T0)
     json.dumps(out)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "guardian", "simulate", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
+def test_the_command_gives_the_same_answer_as_json_with_progress_lines(simulated) -> None:
+    result, _slot, config = simulated
+    span = ["--since", rfc3339(T0), "--until", str(T0 + MINUTES * 60), "--chunk", "2h"]
+
+    run = _cli("--config", str(config), *span, "--json", "--progress", "lines")
+
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == render_json(result) | {"queries": result.queries}
+    assert "simulate: 3/3 chunk 3/3 (2023-11-15T04:00:00Z to 2023-11-15T05:00:00Z)" in run.stderr
+
+
+def test_an_unreachable_prometheus_fails_naming_the_chunk(tmp_path: Path) -> None:
+    config = tmp_path / "guardian.yaml"
+    config.write_text(
+        f'prometheus: {{url: "http://127.0.0.1:9", timeout: 2s}}\n'
+        f'rule_files: ["{REPO}/rules/guardian/idle.yaml"]\n',
+        encoding="utf-8",
+    )
+
+    run = _cli("--config", str(config), "--since", "1h", "--until", str(T0), "--progress", "none")
+
+    assert run.returncode == 1
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith("guardian simulate: chunk 1/1 (2023-11-14T23:00:")
+    assert "failed for rule GpuIdle of group guardian-gpu-idle: cannot reach" in last
+
+
+def test_bad_flags_are_usage_errors(tmp_path: Path) -> None:
+    assert _cli("--since", "1h").returncode == 2  # no config
+    config = tmp_path / "g.yaml"
+    config.write_text("prometheus: {url: 'http://x'}\nrule_files: [r.yaml]\n", encoding="utf-8")
+    bad = _cli("--config", str(config), "--horizon", "soon")
+    assert bad.returncode == 2
+    assert "--horizon" in bad.stderr
