@@ -16,7 +16,7 @@ from guardian.model.remediation_events import WorkloadRef
 
 # Kubernetes' safe alphabet for generated names (no vowels, no 0/1/3 lookalikes).
 _SAFE = "[bcdfghjklmnpqrstvwxz2456789]"
-_DEPLOYMENT = re.compile(rf"^(?P<name>.+)-{_SAFE}{{6,10}}-{_SAFE}{{5}}$")
+_DEPLOYMENT = re.compile(rf"^(?P<name>.+)-{_SAFE}{{5,10}}-{_SAFE}{{5}}$")
 _CRONJOB = re.compile(rf"^(?P<name>.+)-[0-9]{{8,}}-{_SAFE}{{5}}$")
 _JOB = re.compile(rf"^(?P<name>.+)-{_SAFE}{{5}}$")
 _STATEFULSET = re.compile(r"^(?P<name>.+)-(?:0|[1-9][0-9]*)$")
@@ -42,7 +42,7 @@ def pod_pattern(ref: WorkloadRef) -> str:
     """A Prometheus regex matching the names of every pod ``ref`` may have had."""
     name = re.escape(ref.name)
     if ref.kind == "Deployment":
-        return f"{name}-{_SAFE}{{6,10}}-{_SAFE}{{5}}"
+        return f"{name}-{_SAFE}{{5,10}}-{_SAFE}{{5}}"
     if ref.kind == "StatefulSet":
         return f"{name}-[0-9]+"
     if ref.kind == "CronJob":

@@ -61,6 +61,7 @@ def test_a_model_without_a_price_makes_the_cost_unknown() -> None:
     ("pod", "kind", "name", "action"),
     [
         ("train-7d9f8c6b5-x2x4z", "Deployment", "train", ActionKind.SCALE),
+        ("notebook-alice-6f4b8-k2p9x", "Deployment", "notebook-alice", ActionKind.SCALE),
         ("db-0", "StatefulSet", "db", ActionKind.SCALE),
         ("nightly-28345678-qwz9x", "CronJob", "nightly", ActionKind.SUSPEND),
         ("sweep-k2l4m", "Job", "sweep", ActionKind.SUSPEND),
