@@ -5,8 +5,16 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 from dataclasses import dataclass
 
+from guardian.app.history.progress import (
+    BarProgress,
+    LineProgress,
+    NoProgress,
+    Progress,
+    progress_for,
+)
 from guardian.model.times import parse_rfc3339
 from guardian_common.durations import parse_duration
 
@@ -75,3 +83,14 @@ def duration(text: str, flag: str) -> float:
         return parse_duration(text)
     except ValueError as exc:
         raise ValueError(f"{flag}: {exc}") from None
+
+
+def make_progress(choice: str, label: str) -> Progress:
+    """``--progress``: on stderr, a bar on a terminal and plain lines elsewhere (auto)."""
+    if choice == "none":
+        return NoProgress()
+    if choice == "bar":
+        return BarProgress(sys.stderr, label)
+    if choice == "lines":
+        return LineProgress(sys.stderr, label)
+    return progress_for(sys.stderr, label)

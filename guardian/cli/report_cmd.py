@@ -16,7 +16,7 @@ from guardian.app.report.service import ReportOptions, UsageReport
 from guardian.app.rules.build import prometheus_access
 from guardian.app.settings.config_file import load_settings
 from guardian.cli._common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, SubParsers
-from guardian.cli._history import add_range_arguments, duration, parse_range
+from guardian.cli._history import add_range_arguments, duration, make_progress, parse_range
 from guardian.engine.report.usage import DIMENSIONS
 from guardian_common.errors import ConfigError, GuardianError
 
@@ -72,7 +72,7 @@ def run_report(args: argparse.Namespace) -> int:
         print(f"guardian report: invalid configuration:\n{exc}", file=sys.stderr)
         return EXIT_USAGE
     querier = PrometheusQuerier(prometheus_access(settings))
-    progress = None if args.progress == "none" else sys.stderr
+    progress = make_progress(args.progress, "report")
     try:
         result = UsageReport(settings, options, querier, progress=progress).run()
     except GuardianError as exc:

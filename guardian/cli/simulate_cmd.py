@@ -15,7 +15,7 @@ from guardian.app.settings.config_file import load_settings
 from guardian.app.simulate.render import render_json, render_text
 from guardian.app.simulate.service import Clients, SimulateOptions, Simulation
 from guardian.cli._common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, SubParsers
-from guardian.cli._history import add_range_arguments, duration, parse_range
+from guardian.cli._history import add_range_arguments, duration, make_progress, parse_range
 from guardian_common.errors import ConfigError, GuardianError
 
 
@@ -23,8 +23,7 @@ def register(subparsers: SubParsers) -> None:
     text = "replay the rule pack and the reclaim policies over history: what would they have done?"
     p = subparsers.add_parser("simulate", help=text, description=text)
     add_range_arguments(p, since="7d")
-    source = p.add_mutually_exclusive_group()
-    source.add_argument(
+    p.add_argument(
         "--policies", nargs="+", metavar="FILE", help="policy files (default: the config's)"
     )
     p.add_argument(
@@ -79,7 +78,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         print(f"guardian simulate: invalid configuration:\n{exc}", file=sys.stderr)
         return EXIT_USAGE
     querier = PrometheusQuerier(prometheus_access(settings))
-    progress = None if args.progress == "none" else sys.stderr
+    progress = make_progress(args.progress, "simulate")
     try:
         result = Simulation(settings, options, Clients(querier), progress=progress).run()
     except ConfigError as exc:

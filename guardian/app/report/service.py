@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TextIO
 
 from guardian.adapters.prometheus import PrometheusQuerier
 from guardian.app.history.fetch import ChunkFailedError, RangeFetcher, plan_chunks
 from guardian.app.history.profiles import detect_profile
-from guardian.app.history.progress import NoProgress, Progress, progress_for
+from guardian.app.history.progress import NoProgress, Progress
 from guardian.app.settings.config_file import Settings
 from guardian.engine.report.profiles import GROUP, MODEL, MetricProfile
 from guardian.engine.report.usage import (
@@ -87,13 +86,13 @@ class UsageReport:
         options: ReportOptions,
         querier: PrometheusQuerier,
         *,
-        progress: TextIO | None = None,
+        progress: Progress | None = None,
     ) -> None:
         self.settings = settings
         self.options = options
         self.querier = querier
         self.fetcher = RangeFetcher(querier.query_range)
-        self.progress: Progress = progress_for(progress, "report") if progress else NoProgress()
+        self.progress = progress or NoProgress()
 
     def run(self) -> ReportResult:
         o = self.options

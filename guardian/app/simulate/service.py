@@ -16,14 +16,14 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any
 
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.kube.rest import KubeRest
 from guardian.adapters.prometheus import PrometheusQuerier
 from guardian.app.history.fetch import MAX_POINTS, RangeFetcher
 from guardian.app.history.profiles import detect_profile
-from guardian.app.history.progress import NoProgress, progress_for
+from guardian.app.history.progress import NoProgress, Progress
 from guardian.app.remediation.build import kube_api_client, pipeline_group_names
 from guardian.app.remediation.policy_files import load_policies
 from guardian.app.rules.build import compile_groups
@@ -110,13 +110,13 @@ class Simulation:
         options: SimulateOptions,
         clients: Clients,
         *,
-        progress: TextIO | None = None,
+        progress: Progress | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings
         self.options = options
         self.clients = clients
-        self.progress = progress
+        self.progress = progress or NoProgress()
         self.monotonic = monotonic
         self.fetcher = RangeFetcher(clients.querier.query_range)
 
@@ -128,9 +128,10 @@ class Simulation:
             groups = [dataclasses.replace(g, interval_seconds=opts.step) for g in groups]
         span = TimeRange(opts.since, opts.until, min(g.interval_seconds for g in groups))
         env = TemplateEnv(self.settings.external_labels, self.settings.external_url)
-        bar = progress_for(self.progress, "simulate") if self.progress else NoProgress()
         request = TimelineRequest(groups, span, env, opts.chunk_seconds)
-        timeline = TimelineBuilder(request, self.fetcher, self.clients.querier.query, bar).build()
+        timeline = TimelineBuilder(
+            request, self.fetcher, self.clients.querier.query, self.progress
+        ).build()
         policies = load_policies(
             list(opts.policy_files)
             if opts.policy_files is not None

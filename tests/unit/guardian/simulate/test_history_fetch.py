@@ -8,7 +8,8 @@ import pytest
 
 from guardian.adapters.prometheus import QueryFailedError, QueryRejectedError
 from guardian.app.history.fetch import ChunkFailedError, RangeFetcher, plan_chunks
-from guardian.app.history.progress import BarProgress, LineProgress, progress_for
+from guardian.app.history.progress import BarProgress, LineProgress, NoProgress, progress_for
+from guardian.cli._history import make_progress
 from guardian.engine.simulate.steps import vectors_by_step
 from guardian.model.history import RangeResult, RangeSeries, TimeRange
 from guardian.model.labels import LabelSet
@@ -113,3 +114,11 @@ def test_progress_is_a_bar_on_a_terminal_and_lines_elsewhere() -> None:
     assert "[#######.......................] 1/4 chunk 1/4" in tty.getvalue()
     assert pipe.getvalue().startswith("simulate: 1/4 chunk 1/4 (")
     assert "\r" not in pipe.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("choice", "kind"),
+    [("bar", BarProgress), ("lines", LineProgress), ("none", NoProgress)],
+)
+def test_the_progress_flag_forces_a_kind(choice: str, kind: type) -> None:
+    assert isinstance(make_progress(choice, "simulate"), kind)
