@@ -125,7 +125,7 @@ def bare_queries(
     settings, querier: PrometheusQuerier, span: TimeRange, chunk: float
 ) -> tuple[float, int]:
     """The simulation's range queries, same chunks, fetched and parsed, nothing else."""
-    fetcher = RangeFetcher(querier.query_range)
+    fetcher = RangeFetcher(querier)
     groups = compile_groups(settings)
     finest = min(g.interval_seconds for g in groups)
     chunks = plan_chunks(TimeRange(span.start, span.end, finest), chunk)
@@ -138,8 +138,8 @@ def bare_queries(
                 continue
             sub = TimeRange(slots[0] / 1000, slots[-1] / 1000, group.interval_seconds)
             for _key, rule in group.rules:
-                if not needs_instant(rule.rule.expr):
-                    fetcher.fetch(rule.rule.expr, sub)
+                if not needs_instant(rule.query):
+                    fetcher.fetch(rule.query, sub)
     return time.perf_counter() - started, fetcher.queries
 
 

@@ -8,6 +8,8 @@ import logging
 import sys
 from typing import Any, TextIO
 
+from guardian_common.redact import RedactFilter
+
 LOG_FORMATS = ("text", "json")
 
 
@@ -21,8 +23,10 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        if record.exc_info:
-            entry["exc"] = self.formatException(record.exc_info)
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:  # RedactFilter leaves the scrubbed traceback here
+            entry["exc"] = record.exc_text
         return json.dumps(entry, ensure_ascii=False)
 
 
@@ -39,7 +43,10 @@ def add_logging_arguments(parser: argparse.ArgumentParser, version: str) -> None
 
 
 def configure_logging(level: str = "INFO", fmt: str = "text", stream: TextIO | None = None) -> None:
-    """Install one handler on the root logger; safe to call again (it replaces the handler)."""
+    """Install one handler on the root logger; safe to call again (it replaces the handler).
+
+    The handler scrubs URL userinfo and secret query values from every record, whichever
+    logger (ours or a library's) it comes from."""
     if fmt not in LOG_FORMATS:
         raise ValueError(f"log format must be one of {LOG_FORMATS}, not {fmt!r}")
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
@@ -47,6 +54,7 @@ def configure_logging(level: str = "INFO", fmt: str = "text", stream: TextIO | N
         handler.setFormatter(JsonFormatter())
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(RedactFilter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

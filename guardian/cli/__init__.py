@@ -10,7 +10,8 @@ import argparse
 from collections.abc import Sequence
 
 from guardian.cli import commands
-from guardian.cli._common import EXIT_USAGE, package_version
+from guardian.cli._common import EXIT_USAGE, config_error, package_version
+from guardian_common.errors import ConfigError
 from guardian_common.logs import add_logging_arguments, configure_logging
 
 
@@ -35,5 +36,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     configure_logging(args.log_level, args.log_format)
-    result: int = handler(args)
+    try:
+        result: int = handler(args)
+    except ConfigError as exc:  # any command: a bad file or flag exits 2 with one line each
+        return config_error(parser.prog, exc)
     return result

@@ -9,7 +9,7 @@ import time
 
 from guardian.app.remediation.restore import RestoreRequest, run_restore
 from guardian.cli._common import EXIT_FAILURE, EXIT_OK, SubParsers, add_state_options
-from guardian_common.errors import GuardianError
+from guardian_common.errors import ConfigError, GuardianError
 
 
 def register(subparsers: SubParsers) -> None:
@@ -38,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         ref, message = run_restore(request, os.environ, time.time())
+    except ConfigError:
+        raise  # guardian's main prints it and exits 2
     except GuardianError as exc:
         print(f"guardian restore: {exc}", file=sys.stderr)
         return EXIT_FAILURE

@@ -1,28 +1,9 @@
-"""What a range query returned: one series per label set, each with its points."""
+"""A range of evaluation steps (what a range query asks for; its answer is
+:class:`guardian.model.query.MatrixResult`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from guardian.model.labels import LabelSet
-
-
-@dataclass(frozen=True, slots=True)
-class RangeSeries:
-    """One series of a matrix: its labels and ``(timestamp ms, value)`` in time order."""
-
-    labels: LabelSet
-    points: tuple[tuple[int, float], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class RangeResult:
-    """A range-query answer. ``warnings`` and ``partial`` mean what they mean for an
-    instant query (:class:`guardian.model.query.QueryResult`), for every step it covers."""
-
-    series: tuple[RangeSeries, ...]
-    warnings: tuple[str, ...] = ()
-    partial: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -82,15 +82,17 @@ def backfill_openmetrics(
     timeout: float = 120.0,
     max_block_duration: str | None = None,
 ) -> None:
-    """Write blocks for ``openmetrics`` (text, or a path to a file) into ``data_dir``."""
+    """Write blocks for ``openmetrics`` (text, or a path to a file) into ``data_dir``.
+
+    ``max_block_duration`` (e.g. ``"72h"``) lets promtool write fewer, longer blocks than
+    its default 2h ones: long histories then backfill and load in seconds.
+    """
     data_dir.mkdir(parents=True, exist_ok=True)
     if isinstance(openmetrics, Path):
         source = openmetrics
     else:
         source = data_dir.parent / "backfill.om"
         source.write_text(openmetrics, encoding="utf-8")
-    # Weeks of history in promtool's default 2h blocks are hundreds of blocks to write.
-    blocks = [f"--max-block-duration={max_block_duration}"] if max_block_duration else []
     try:
         result = subprocess.run(  # noqa: S603 - fixed argv, no shell
             [
@@ -98,7 +100,7 @@ def backfill_openmetrics(
                 "tsdb",
                 "create-blocks-from",
                 "openmetrics",
-                *blocks,
+                *([f"--max-block-duration={max_block_duration}"] if max_block_duration else []),
                 str(source),
                 str(data_dir),
             ],
@@ -176,7 +178,8 @@ class PrometheusOptions:
     remote_write_receiver: bool = True
     extra_args: Sequence[str] = ()
     ready_timeout: float = 30.0
-    backfill_block_duration: str | None = None  # a Go duration, e.g. "720h" for weeks of history
+    backfill_block_duration: str | None = None  # promtool's --max-block-duration
+    retention: str = "100y"
 
 
 def _write_config(options: PrometheusOptions, path: Path) -> None:
@@ -202,7 +205,7 @@ def _argv(
         f"--storage.tsdb.path={paths['data']}",
         # Retention counts back from the newest block, and backfilled history
         # may be years old: keep everything for the life of the process.
-        "--storage.tsdb.retention.time=100y",
+        f"--storage.tsdb.retention.time={options.retention}",
         f"--web.listen-address=127.0.0.1:{port}",
         "--web.enable-lifecycle",
         "--web.enable-admin-api",

@@ -11,19 +11,24 @@ fetched again, down to a single step; what still fails is raised as
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from guardian.adapters.prometheus import QueryFailedError, QueryRejectedError
-from guardian.model.history import RangeResult, RangeSeries, TimeRange
+from guardian.model.history import TimeRange
 from guardian.model.labels import LabelSet
+from guardian.model.query import MatrixResult, RangeSeries
 from guardian.model.times import rfc3339
 from guardian_common.errors import GuardianError
 
 logger = logging.getLogger(__name__)
 
 MAX_POINTS = 11_000  # Prometheus refuses range queries returning more points per series
-RangeQuery = Callable[[str, TimeRange], RangeResult]
+
+
+class RangeSource(Protocol):
+    def query_range(self, expr: str, start: float, end: float, step: float) -> MatrixResult: ...
+
 
 _TOO_BIG = ("too many samples", "exceeded maximum resolution", "query timed out", "timeout")
 
@@ -75,12 +80,12 @@ def _too_big(exc: Exception) -> bool:
     )
 
 
-def _merge(first: RangeResult, second: RangeResult) -> RangeResult:
+def _merge(first: MatrixResult, second: MatrixResult) -> MatrixResult:
     points: dict[LabelSet, list[tuple[int, float]]] = {}
     for part in (first, second):
         for series in part.series:
-            points.setdefault(series.labels, []).extend(series.points)
-    return RangeResult(
+            points.setdefault(series.labels, []).extend(series.samples)
+    return MatrixResult(
         tuple(RangeSeries(labels, tuple(p)) for labels, p in points.items()),
         first.warnings + second.warnings,
         first.partial or second.partial,
@@ -90,15 +95,15 @@ def _merge(first: RangeResult, second: RangeResult) -> RangeResult:
 class RangeFetcher:
     """Fetches one expression over one span, halving it while the server says too big."""
 
-    def __init__(self, query_range: RangeQuery) -> None:
-        self._query_range = query_range
+    def __init__(self, source: RangeSource) -> None:
+        self._source = source
         self.queries = 0
         self.splits = 0
 
-    def fetch(self, expr: str, span: TimeRange) -> RangeResult:
+    def fetch(self, expr: str, span: TimeRange) -> MatrixResult:
         self.queries += 1
         try:
-            return self._query_range(expr, span)
+            return self._source.query_range(expr, span.start, span.end, span.step_ms / 1000)
         except (QueryFailedError, QueryRejectedError) as exc:
             if span.steps < 2 or not _too_big(exc):
                 raise
@@ -112,7 +117,7 @@ class RangeFetcher:
             right = TimeRange(middle, span.end, span.step)
             return _merge(self.fetch(expr, left), self.fetch(expr, right))
 
-    def fetch_chunk(self, expr: str, chunk: Chunk, what: str) -> RangeResult:
+    def fetch_chunk(self, expr: str, chunk: Chunk, what: str) -> MatrixResult:
         """``fetch`` that names the chunk (and ``what`` was asked) when it fails."""
         try:
             return self.fetch(expr, chunk.span)

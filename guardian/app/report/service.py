@@ -91,7 +91,7 @@ class UsageReport:
         self.settings = settings
         self.options = options
         self.querier = querier
-        self.fetcher = RangeFetcher(querier.query_range)
+        self.fetcher = RangeFetcher(querier)
         self.progress = progress or NoProgress()
 
     def run(self) -> ReportResult:
@@ -142,7 +142,7 @@ class UsageReport:
             for chunk in chunks:
                 result = self.fetcher.fetch_chunk(daily, chunk, f"{metric} GPU-hours")
                 for series in result.series:
-                    for ts, value in series.points:
+                    for ts, value in series.samples:
                         yield _hours(series.labels, day_of(ts / 1000), metric, value, res)
                 done += 1
                 self.progress.update(done, total, f"{metric}: {chunk.describe()}")

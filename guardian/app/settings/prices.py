@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import Field
 
 from guardian.engine.notify.findings import PriceTable
-from guardian_common.config_types import StrictModel
+from guardian_common.config_types import Float, StrictModel
 
 
 class PriceSettings(StrictModel):
@@ -16,10 +16,10 @@ class PriceSettings(StrictModel):
 
     currency: str = "$"
     """Symbol put before amounts."""
-    default: float | None = Field(default=None, ge=0)
+    default: Float | None = Field(default=None, ge=0)
     """Price per GPU-hour of a model not in ``per_model``; unset: no cost is shown
     rather than a guessed one."""
-    per_model: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
+    per_model: dict[str, Annotated[Float, Field(ge=0)]] = Field(default_factory=dict)
     """Model name (or part of it) -> price per GPU-hour."""
 
     def table(self) -> PriceTable:

@@ -16,7 +16,8 @@ from pydantic import Field, field_validator, model_validator
 from guardian.app.settings.prices import PriceSettings
 from guardian.engine.notify.findings import FindingRules
 from guardian.engine.notify.routing import WEEKDAYS, MuteWindow, Routes
-from guardian_common.config_types import ConfigPath, Duration, StrictModel
+from guardian_common.config_types import Bool, ConfigPath, Duration, Int, StrictModel
+from guardian_common.redact import redact_url
 
 Meaning = Literal["peak_utilization", "peak_memory_ratio", "none"]
 _MEANINGS: dict[str, Meaning] = {
@@ -112,10 +113,10 @@ class MuteWindowSettings(StrictModel):
 
 
 class GroupingSettings(StrictModel):
-    enabled: bool = True
+    enabled: Bool = True
     """Fold many new alerts of one rule and namespace into one message, so a node
     failure does not flood a channel."""
-    min_alerts: int = Field(default=5, ge=2)
+    min_alerts: Int = Field(default=5, ge=2)
     """New alerts of one rule and namespace in one cycle that make a group. 5: fewer
     still read well as separate messages."""
 
@@ -123,7 +124,7 @@ class GroupingSettings(StrictModel):
 class DeliverySettings(StrictModel):
     post_interval: Duration = 1.1
     """Seconds between posts to one channel. 1.1s: Slack allows about one per second."""
-    rate_limit_retries: int = Field(default=1, ge=0, le=5)
+    rate_limit_retries: Int = Field(default=1, ge=0, le=5)
     """Retries of a 429 inside one call (after its Retry-After); later ones wait in the
     queue, so one rate-limited channel cannot hold the others up."""
     backoff_initial: Duration = 1.0
@@ -149,7 +150,7 @@ class DeliverySettings(StrictModel):
 
 
 class SlackSettings(StrictModel):
-    enabled: bool = True
+    enabled: Bool = True
     """Post at all; off keeps the section (and its validation) without posting."""
     mode: Literal["bot", "webhook"] = "bot"
     """"bot": chat.postMessage with threads and updates; "webhook": an incoming webhook,
@@ -192,7 +193,8 @@ class SlackSettings(StrictModel):
     @classmethod
     def _url(cls, url: str) -> str:
         if not url.startswith(("http://", "https://")):
-            raise ValueError(f"api_url must start with http:// or https://, got {url!r}")
+            shown = redact_url(url)
+            raise ValueError(f"api_url must start with http:// or https://, got {shown!r}")
         return url if url.endswith("/") else url + "/"
 
     def finding_rules(self) -> FindingRules:

@@ -118,7 +118,7 @@ class Simulation:
         self.clients = clients
         self.progress = progress or NoProgress()
         self.monotonic = monotonic
-        self.fetcher = RangeFetcher(clients.querier.query_range)
+        self.fetcher = RangeFetcher(clients.querier)
 
     def run(self) -> SimulationResult:
         started = self.monotonic()

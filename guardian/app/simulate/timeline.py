@@ -1,7 +1,8 @@
 """Pass 1 of a simulation: the rule pack's alert timeline over history.
 
 For each chunk of the range and each group, the group's evaluation slots in the chunk
-(``slot_at_or_before``, as the scheduler uses them) are one range query per rule:
+(``slot_at_or_before``, as the scheduler uses them) are one range query per rule, of the
+text the engine queries (the expression as Prometheus prints it, ``compiled.query``):
 Prometheus evaluates a range query's every step exactly as an instant query at that
 time, so each step's vector is what the engine would have got. The vectors then go
 through the engine's own state machine (:class:`GroupReplay`), all groups interleaved in
@@ -26,8 +27,8 @@ from guardian.engine.simulate.ladder_replay import group_health
 from guardian.engine.simulate.rule_replay import Answer, EvaluationRecord, GroupReplay
 from guardian.engine.simulate.steps import vectors_by_step
 from guardian.model.alerts import AlertTransition
-from guardian.model.history import RangeResult, TimeRange
-from guardian.model.query import QueryResult
+from guardian.model.history import TimeRange
+from guardian.model.query import MatrixResult, QueryResult
 
 InstantQuery = Callable[[str, float], QueryResult]
 _RANGE_ENDS = re.compile(r"@\s*(start|end)\s*\(\s*\)")
@@ -99,7 +100,7 @@ class TimelineBuilder:
                 f"{g.name}/{r.rule.name}"
                 for g in request.groups
                 for _key, r in g.rules
-                if needs_instant(r.rule.expr)
+                if needs_instant(r.query)
             )
         )
         for n, chunk in enumerate(chunks, start=1):
@@ -135,12 +136,12 @@ class TimelineBuilder:
         span = TimeRange(slots[0] / 1000, slots[-1] / 1000, group.interval_seconds)
         out: dict[str, list[Answer]] = {}
         for key, compiled in group.rules:
-            expr = compiled.rule.expr
+            expr = compiled.query  # the text the engine sends: as Prometheus prints it
             what = f"rule {compiled.rule.name} of group {group.name}"
             if needs_instant(expr):
                 out[key] = [self._instant(expr, ts / 1000) for ts in slots]
                 continue
-            result: RangeResult = self.fetcher.fetch_chunk(expr, _chunk_of(chunk, span), what)
+            result: MatrixResult = self.fetcher.fetch_chunk(expr, _chunk_of(chunk, span), what)
             out[key] = list(vectors_by_step(result, slots))
         return out
 

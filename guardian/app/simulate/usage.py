@@ -104,7 +104,7 @@ def _batch_usage(
         util = fetcher.fetch_chunk(profile.utilization.format(gsel=gsel), chunk, what)
         busy_on = {
             tuple(u.labels.get(k, "") for k in key): {
-                ts for ts, v in u.points if v >= busy_threshold
+                ts for ts, v in u.samples if v >= busy_threshold
             }
             for u in util.series
         }
@@ -113,10 +113,10 @@ def _batch_usage(
                 if not _belongs(series.labels, ref, pattern):
                     continue
                 pod = (series.labels.get("namespace", ""), series.labels.get("pod", ""))
-                held[ref][model_of.get(pod, "")].extend(series.points)
+                held[ref][model_of.get(pod, "")].extend(series.samples)
                 gpu_busy = busy_on.get(tuple(series.labels.get(k, "") for k in key))
                 if gpu_busy:
-                    busy[ref].update(gpu_busy.intersection(map(itemgetter(0), series.points)))
+                    busy[ref].update(gpu_busy.intersection(map(itemgetter(0), series.samples)))
     return {
         ref: WorkloadUsage(ref, span.step, dict(held[ref]), tuple(sorted(busy[ref])))
         for ref in refs

@@ -11,17 +11,16 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from guardian.model.history import RangeResult
-from guardian.model.query import PromSample, QueryResult
+from guardian.model.query import MatrixResult, PromSample, QueryResult
 
 
-def vectors_by_step(result: RangeResult, steps_ms: Sequence[int]) -> list[QueryResult]:
+def vectors_by_step(result: MatrixResult, steps_ms: Sequence[int]) -> list[QueryResult]:
     """The instant answer at each of ``steps_ms``, in order. A point at a time that is not
     one of the steps is an error (the caller asked for exactly these steps)."""
     by_ts: defaultdict[int, list[PromSample]] = defaultdict(list)
     for series in result.series:
         labels = series.labels
-        for ts, value in series.points:
+        for ts, value in series.samples:
             by_ts[ts].append(PromSample(labels, value))
     unknown = set(by_ts) - set(steps_ms)
     if unknown:

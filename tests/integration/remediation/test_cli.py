@@ -78,7 +78,7 @@ def test_restore_and_status_commands(
 
     assert guardian_main(argv) == 1
     assert "was not reclaimed by gpu-guardian" in capsys.readouterr().err
-    assert guardian_main(["restore", "train", "--kubeconfig", kubeconfig]) == 1
+    assert guardian_main(["restore", "train", "--kubeconfig", kubeconfig]) == 2  # bad input
     assert "expected NAMESPACE/KIND/NAME" in capsys.readouterr().err
     assert guardian_main(["restore", "ml/widget/x", "--kubeconfig", kubeconfig]) == 1
     assert "no served kind matches 'widget'" in capsys.readouterr().err

@@ -105,7 +105,7 @@ def test_cli_reports_invalid_rule_files_and_renders_nothing(tmp_path: Path) -> N
 
     result = _guardian(str(bad), "--label", "release=x")
 
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert result.stdout == ""
     assert f"{bad}:5: groups[0].rules[0].for" in result.stderr
     assert "expr" in result.stderr

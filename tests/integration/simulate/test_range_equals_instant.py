@@ -17,7 +17,7 @@ import pytest
 
 from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
 from guardian.app.history.fetch import RangeFetcher
-from guardian.app.promtest.files import load_groups, resolve_rule_files
+from guardian.app.promtest.file_run import load_groups, resolve_rule_files
 from guardian.app.promtest.group_prometheus import start_test_prometheus
 from guardian.app.simulate.timeline import TimelineBuilder, TimelineRequest, group_slots
 from guardian.engine.promtest.model import parse_test_file
@@ -58,7 +58,7 @@ def range_timeline(
     chunk: float,
 ) -> dict[str, list[AlertTransition]]:
     request = TimelineRequest(groups, TimeRange(0.0, end, 60.0), env, chunk_seconds=chunk)
-    timeline = TimelineBuilder(request, RangeFetcher(querier.query_range), querier.query).build()
+    timeline = TimelineBuilder(request, RangeFetcher(querier), querier.query).build()
     out: dict[str, list[AlertTransition]] = {g.name: [] for g in groups}
     for t in timeline.transitions:
         out[t.group].append(t)
@@ -158,7 +158,7 @@ def test_tricky_expressions_give_identical_timelines(tmp_path: Path, prometheus)
         state, evaluation = evaluate_group(groups[0], state, ts_ms / 1000, querier.query, env=env)
         live.extend(evaluation.transitions)
     request = TimelineRequest(groups, TimeRange(start, end, 60.0), env, chunk_seconds=2400.0)
-    builder = TimelineBuilder(request, RangeFetcher(querier.query_range), querier.query)
+    builder = TimelineBuilder(request, RangeFetcher(querier), querier.query)
     timeline = builder.build()
     querier.close()
 

@@ -11,8 +11,9 @@ from guardian.app.history.fetch import ChunkFailedError, RangeFetcher, plan_chun
 from guardian.app.history.progress import BarProgress, LineProgress, NoProgress, progress_for
 from guardian.cli._history import make_progress
 from guardian.engine.simulate.steps import vectors_by_step
-from guardian.model.history import RangeResult, RangeSeries, TimeRange
+from guardian.model.history import TimeRange
 from guardian.model.labels import LabelSet
+from guardian.model.query import MatrixResult, RangeSeries
 
 T0 = 1_700_000_000.0
 
@@ -36,12 +37,13 @@ class FakeServer:
         self.error = error
         self.asked: list[int] = []
 
-    def __call__(self, expr: str, span: TimeRange) -> RangeResult:
+    def query_range(self, expr: str, start: float, end: float, step: float) -> MatrixResult:
+        span = TimeRange(start, end, step)
         self.asked.append(span.steps)
         if span.steps > self.limit:
             raise self.error
         points = tuple((ts, float(ts // 60000 % 7)) for ts in span.timestamps_ms())
-        return RangeResult((RangeSeries(LabelSet({"a": "1"}), points),))
+        return MatrixResult((RangeSeries(LabelSet({"a": "1"}), points),))
 
 
 @pytest.mark.parametrize(
@@ -62,7 +64,7 @@ def test_a_chunk_too_big_for_the_server_is_split_until_it_fits(error: Exception)
     result = RangeFetcher(server).fetch("x", span)
 
     (series,) = result.series
-    assert [ts for ts, _ in series.points] == span.timestamps_ms()
+    assert [ts for ts, _ in series.samples] == span.timestamps_ms()
     assert server.asked[:3] == [40, 20, 10]
 
 
@@ -83,7 +85,7 @@ def test_other_errors_and_single_steps_fail_naming_the_chunk() -> None:
 
 def test_vectors_by_step_gives_each_step_the_series_present_then() -> None:
     a, b = LabelSet({"i": "a"}), LabelSet({"i": "b"})
-    result = RangeResult(
+    result = MatrixResult(
         (RangeSeries(a, ((1000, 1.0), (2000, 2.0))), RangeSeries(b, ((2000, 5.0),))),
         warnings=("w",),
     )

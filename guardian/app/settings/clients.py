@@ -9,7 +9,8 @@ from urllib.parse import urlsplit
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from guardian.model.http_client import BasicAuthConfig, HttpClientConfig, TlsConfig
-from guardian_common.config_types import ConfigPath, Duration, StrictModel
+from guardian_common.config_types import Bool, ConfigPath, Duration, StrictModel
+from guardian_common.redact import redact_url
 
 # Headers the remote-write protocol or the auth options own; Prometheus refuses them too.
 _RESERVED_HEADERS = frozenset(
@@ -58,7 +59,7 @@ class TLSSettings(StrictModel):
     """Client certificate (PEM) for mutual TLS; may hold the key too."""
     key_file: ConfigPath | None = None
     """The client certificate's private key, when not in ``cert_file``."""
-    insecure_skip_verify: bool = False
+    insecure_skip_verify: Bool = False
     """Skip server verification. Off: an unverified server could forge query answers."""
 
     @model_validator(mode="after")
@@ -92,7 +93,8 @@ class HttpClientSettings(StrictModel):
     def _url(cls, url: str) -> str:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"url must start with http:// or https:// and a host, got {url!r}")
+            shown = redact_url(url)
+            raise ValueError(f"url must start with http:// or https:// and a host, got {shown!r}")
         return url
 
     @field_validator("basic_auth")
@@ -115,7 +117,7 @@ class HttpClientSettings(StrictModel):
 
 
 class PrometheusSettings(HttpClientSettings):
-    thanos: bool = False
+    thanos: Bool = False
     """Thanos Query: ask for ``partial_response=false`` and ``dedup=true``, and treat an
     answer with warnings as partial. Off: plain Prometheus has no such parameters."""
     method: Literal["GET", "POST"] = "GET"
