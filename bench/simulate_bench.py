@@ -25,9 +25,9 @@ from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
 from guardian.app.history.fetch import RangeFetcher, plan_chunks
 from guardian.app.rules.build import compile_groups
 from guardian.app.settings.config_file import load_settings
-from guardian.app.simulate.render import render_json
-from guardian.app.simulate.service import Clients, SimulateOptions, Simulation
-from guardian.app.simulate.timeline import group_slots, needs_instant
+from guardian.app.simulate.alert_timeline import group_slots, needs_instant
+from guardian.app.simulate.printout import render_json
+from guardian.app.simulate.simulation import Clients, SimulateOptions, Simulation
 from guardian.model.history import TimeRange
 from guardian.model.http_client import HttpClientConfig
 from guardian.sim.prometheus_server import PrometheusOptions, start_prometheus

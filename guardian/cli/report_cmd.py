@@ -10,14 +10,14 @@ import time
 from pathlib import Path
 
 from guardian.adapters.prometheus import PrometheusQuerier
+from guardian.app.report.formats import render_csv, render_json, render_table
+from guardian.app.report.gpu_hours import ReportOptions, UsageReport
 from guardian.app.report.html import render_html
-from guardian.app.report.render import render_csv, render_json, render_table
-from guardian.app.report.service import ReportOptions, UsageReport
 from guardian.app.rules.build import prometheus_access
 from guardian.app.settings.config_file import load_settings
 from guardian.cli._common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, SubParsers
 from guardian.cli._history import add_range_arguments, duration, make_progress, parse_range
-from guardian.engine.report.usage import DIMENSIONS
+from guardian.engine.report.chargeback import DIMENSIONS
 from guardian_common.errors import ConfigError, GuardianError
 
 

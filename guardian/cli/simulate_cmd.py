@@ -12,8 +12,8 @@ from guardian.adapters.prometheus import PrometheusQuerier
 from guardian.app.history.fetch import ChunkFailedError
 from guardian.app.rules.build import prometheus_access
 from guardian.app.settings.config_file import load_settings
-from guardian.app.simulate.render import render_json, render_text
-from guardian.app.simulate.service import Clients, SimulateOptions, Simulation
+from guardian.app.simulate.printout import render_json, render_text
+from guardian.app.simulate.simulation import Clients, SimulateOptions, Simulation
 from guardian.cli._common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, SubParsers
 from guardian.cli._history import add_range_arguments, duration, make_progress, parse_range
 from guardian_common.errors import ConfigError, GuardianError

@@ -12,9 +12,9 @@ import html
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from guardian.app.report.render import header_line, money
-from guardian.app.report.service import ReportResult
-from guardian.engine.report.usage import Summary, summarize, total
+from guardian.app.report.formats import header_line, money
+from guardian.app.report.gpu_hours import ReportResult
+from guardian.engine.report.chargeback import Summary, summarize, total
 
 PLOT_IDS = ("idle-gpu-hours", "cost")
 

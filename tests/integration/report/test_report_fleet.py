@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 
 from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
-from guardian.app.report.service import ReportOptions, UsageReport
+from guardian.app.report.gpu_hours import ReportOptions, UsageReport
 from guardian.app.settings.config_file import load_settings
-from guardian.engine.report.usage import summarize, total
+from guardian.engine.report.chargeback import summarize, total
 from guardian.model.http_client import HttpClientConfig
 from tests.integration.report.conftest import config
 from tests.integration.simulate.fleet import T0

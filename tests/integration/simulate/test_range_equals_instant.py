@@ -19,7 +19,7 @@ from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
 from guardian.app.history.fetch import RangeFetcher
 from guardian.app.promtest.file_run import load_groups, resolve_rule_files
 from guardian.app.promtest.group_prometheus import start_test_prometheus
-from guardian.app.simulate.timeline import TimelineBuilder, TimelineRequest, group_slots
+from guardian.app.simulate.alert_timeline import TimelineBuilder, TimelineRequest, group_slots
 from guardian.engine.promtest.model import parse_test_file
 from guardian.engine.rules.alerting import TemplateEnv
 from guardian.engine.rules.group_eval import CompiledGroup, evaluate_group

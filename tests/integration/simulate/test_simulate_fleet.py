@@ -34,9 +34,9 @@ import pytest
 from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
 from guardian.app.rules.build import compile_groups
 from guardian.app.settings.config_file import load_settings
-from guardian.app.simulate.render import render_json, render_text
-from guardian.app.simulate.service import Clients, SimulateOptions, Simulation
-from guardian.app.simulate.timeline import group_slots
+from guardian.app.simulate.alert_timeline import group_slots
+from guardian.app.simulate.printout import render_json, render_text
+from guardian.app.simulate.simulation import Clients, SimulateOptions, Simulation
 from guardian.model.http_client import HttpClientConfig
 from guardian.model.times import rfc3339
 from guardian.sim.openmetrics import render_openmetrics

@@ -7,11 +7,18 @@ import io
 
 import pytest
 
+from guardian.app.report.formats import render_csv, render_json, render_table
+from guardian.app.report.gpu_hours import ReportResult
 from guardian.app.report.html import render_html
-from guardian.app.report.render import render_csv, render_json, render_table
-from guardian.app.report.service import ReportResult
 from guardian.engine.notify.findings import PriceTable
-from guardian.engine.report.usage import PodHours, day_of, summarize, total, usage_rows, windows
+from guardian.engine.report.chargeback import (
+    PodHours,
+    day_of,
+    summarize,
+    total,
+    usage_rows,
+    windows,
+)
 
 DAY = 86400.0
 T0 = 1_700_006_400.0  # a UTC midnight

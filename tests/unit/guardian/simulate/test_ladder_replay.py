@@ -9,7 +9,7 @@ from typing import Any
 
 from guardian.engine.remediation import PlannerSettings, plan
 from guardian.engine.simulate.ladder_replay import LadderReplay, replay_ladder
-from guardian.engine.simulate.outcomes import hold_spans
+from guardian.engine.simulate.reclaim_outcomes import hold_spans
 from guardian.engine.simulate.rule_replay import EvaluationRecord
 from guardian.model.alerts import (
     AlertState,

@@ -7,7 +7,7 @@ import pytest
 from guardian.engine.notify.findings import PriceTable
 from guardian.engine.simulate.identity import pod_pattern, workload_from_pod
 from guardian.engine.simulate.ladder_replay import WouldStep
-from guardian.engine.simulate.outcomes import WorkloadUsage, freed, reclaim_outcome
+from guardian.engine.simulate.reclaim_outcomes import WorkloadUsage, freed, reclaim_outcome
 from guardian.model.labels import LabelSet
 from guardian.model.reclaim import ActionKind
 from guardian.model.remediation_events import LadderStep, WorkloadRef

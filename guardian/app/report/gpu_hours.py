@@ -14,12 +14,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from guardian.adapters.prometheus import PrometheusQuerier
+from guardian.app.history.detect import detect_profile
 from guardian.app.history.fetch import ChunkFailedError, RangeFetcher, plan_chunks
-from guardian.app.history.profiles import detect_profile
 from guardian.app.history.progress import NoProgress, Progress
 from guardian.app.settings.config_file import Settings
-from guardian.engine.report.profiles import GROUP, MODEL, MetricProfile
-from guardian.engine.report.usage import (
+from guardian.engine.report.chargeback import (
     DAY,
     PodHours,
     UsageRow,
@@ -28,6 +27,7 @@ from guardian.engine.report.usage import (
     usage_rows,
     windows,
 )
+from guardian.engine.report.profiles import GROUP, MODEL, MetricProfile
 from guardian.model.history import TimeRange
 from guardian.model.labels import LabelSet
 from guardian.model.times import rfc3339

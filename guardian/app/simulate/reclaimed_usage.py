@@ -22,7 +22,7 @@ from guardian.app.history.fetch import RangeFetcher, plan_chunks
 from guardian.engine.report.profiles import MODEL, MetricProfile, matchers
 from guardian.engine.simulate.identity import pod_pattern
 from guardian.engine.simulate.ladder_replay import WouldStep
-from guardian.engine.simulate.outcomes import WorkloadUsage
+from guardian.engine.simulate.reclaim_outcomes import WorkloadUsage
 from guardian.model.history import TimeRange
 from guardian.model.query import QueryResult
 from guardian.model.remediation_events import WorkloadRef

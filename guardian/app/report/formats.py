@@ -7,8 +7,8 @@ import dataclasses
 import io
 from typing import Any
 
-from guardian.app.report.service import ReportResult
-from guardian.engine.report.usage import Summary, summarize, total
+from guardian.app.report.gpu_hours import ReportResult
+from guardian.engine.report.chargeback import Summary, summarize, total
 from guardian.model.times import rfc3339
 from guardian_common.durations import format_duration
 

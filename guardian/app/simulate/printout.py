@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from guardian.app.simulate.service import SimulationResult
-from guardian.engine.simulate.outcomes import HoldSpan, ReclaimOutcome
+from guardian.app.simulate.simulation import SimulationResult
+from guardian.engine.simulate.reclaim_outcomes import HoldSpan, ReclaimOutcome
 from guardian.model.remediation_events import LadderStep
 from guardian.model.times import rfc3339
 from guardian_common.durations import format_duration

@@ -1,11 +1,11 @@
 """``guardian simulate``: wire the passes together and collect what they found.
 
-1. The rule pack's alert timeline over ``[since, until]`` (timeline.py).
+1. The rule pack's alert timeline over ``[since, until]`` (alert_timeline.py).
 2. The workloads of the alerts' pods: from the cluster, or guessed from the series.
 3. The remediation loop replayed over that timeline with the real planner and the
    policies (every one as if enforcing); each would-be reclaim is checked against the
-   workload's own later usage (usage.py): when it got busy again, what it held until
-   then, and whether that was within the regret horizon.
+   workload's own later usage (reclaimed_usage.py): when it got busy again, what it
+   held until then, and whether that was within the regret horizon.
 """
 
 from __future__ import annotations
@@ -21,15 +21,15 @@ from typing import Any
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.kube.rest import KubeRest
 from guardian.adapters.prometheus import PrometheusQuerier
+from guardian.app.history.detect import detect_profile
 from guardian.app.history.fetch import MAX_POINTS, RangeFetcher
-from guardian.app.history.profiles import detect_profile
 from guardian.app.history.progress import NoProgress, Progress
 from guardian.app.remediation.build import kube_api_client, pipeline_group_names
 from guardian.app.remediation.policy_files import load_policies
 from guardian.app.rules.build import compile_groups
 from guardian.app.settings.config_file import Settings
-from guardian.app.simulate.timeline import Timeline, TimelineBuilder, TimelineRequest
-from guardian.app.simulate.usage import UsageCache, UsageQuery
+from guardian.app.simulate.alert_timeline import Timeline, TimelineBuilder, TimelineRequest
+from guardian.app.simulate.reclaimed_usage import UsageCache, UsageQuery
 from guardian.app.simulate.workloads import Workloads, from_cluster, from_series
 from guardian.engine.remediation import PlannerSettings, is_pipeline
 from guardian.engine.rules.alerting import TemplateEnv
@@ -41,7 +41,7 @@ from guardian.engine.simulate.ladder_replay import (
     WouldStep,
     replay_ladder,
 )
-from guardian.engine.simulate.outcomes import (
+from guardian.engine.simulate.reclaim_outcomes import (
     HoldSpan,
     ReclaimOutcome,
     hold_spans,
