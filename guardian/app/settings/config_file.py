@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from guardian.app.settings.alert_source import AlertsSettings
 from guardian.app.settings.alertmanager_output import AlertmanagerSettings
 from guardian.app.settings.clients import PrometheusSettings, RemoteWriteSettings
+from guardian.app.settings.prices import PriceSettings
 from guardian.app.settings.remediation import RemediationSettings
 from guardian.app.settings.slack import SlackSettings
 from guardian.app.settings.web import WebSettings
@@ -114,6 +115,26 @@ class Settings(StrictModel):
     none (see docs/alertmanager.md)."""
     alerts: AlertsSettings = AlertsSettings()
     """Where alerts come from: this engine, or a Prometheus or Thanos Ruler."""
+    prices: PriceSettings = PriceSettings()
+    """GPU-hour prices by model, for Slack's cost lines, ``guardian report`` and
+    ``guardian simulate``: one table. (``slack.prices``, the older place, is still read
+    when this is unset; setting both is an error.)"""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_price_table(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        slack = data.get("slack")
+        if not isinstance(slack, dict):
+            return data
+        if "prices" in data and "prices" in slack:
+            raise ValueError("prices are set twice: keep the top-level prices, drop slack.prices")
+        if "prices" in slack:
+            return {**data, "prices": slack["prices"]}
+        if "prices" in data:
+            return {**data, "slack": {**slack, "prices": data["prices"]}}
+        return data
 
     @field_validator("external_labels")
     @classmethod

@@ -127,13 +127,14 @@ def _alert_labels(
     return LabelSet(labels)
 
 
-def _expand_sample(
+def expand_sample(
     compiled: CompiledAlertingRule,
     sample: PromSample,
     env: TemplateEnv,
     query: TemplateQuery | None,
 ) -> tuple[LabelSet, LabelSet]:
-    """The alert labels and annotations one sample gives."""
+    """The alert labels and annotations one sample gives (public: a replay over history
+    expands annotations only where a transition needs them)."""
     if compiled.static:
         return _alert_labels(compiled, sample, None), LabelSet(compiled.rule.annotations)
     ctx = TemplateContext(
@@ -161,7 +162,7 @@ def _candidates(
         memo_key = (sample.labels, sample.value, env)
         expanded = memo.get(memo_key) if memo is not None else None
         if expanded is None:
-            expanded = _expand_sample(compiled, sample, env, query)
+            expanded = expand_sample(compiled, sample, env, query)
         fresh[memo_key] = expanded
         key, notes = expanded
         if key in out:
