@@ -16,7 +16,8 @@ after minute ``m``. GpuIdle needs 30 minutes of allocation and idleness, then ``
 - ``ml/gappy`` (A100, from minute 60, idle): notified slot(95), annotated slot(96); its
   node's exporter is gone from minute 120 to 260 (a gap): the pipeline alerts hold it
   from the first cycle after its last success is over 120 s old (slot(121) or slot(122),
-  by the groups' slot offsets), its GpuIdle ends at slot(124) (no allocation for 5 minutes) and the episode closes before the reclaim due at slot(155).
+  by the groups' slot offsets), its GpuIdle ends at slot(124) (no allocation for 5
+  minutes) and the episode closes before the reclaim due at slot(155).
   After the gap the allocation must be 30 minutes old again: pending slot(290), notified slot(295),
   annotated slot(296), and the range ends before its grace.
 """
