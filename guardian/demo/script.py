@@ -5,8 +5,9 @@
 3. once it is reclaimed and the node2 sweep's owner was notified (its reclaim now due a
    grace period later), kill node2's exporter;
 4. once a pipeline alert fires for it, restore the notebook with ``guardian restore``;
-5. finish when the notebook runs again, the inference pod's memory alert has fired, and
-   Slack has been quiet for a moment; or give up at the deadline.
+5. finish when the notebook runs again, the inference pod's memory alert and the shared
+   GPU's idle-share alert have fired, and Slack has been quiet for a moment; or give up at
+   the deadline.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from dataclasses import dataclass, field
 
 from guardian.demo import config as cfg
 from guardian.demo.fleet import (
+    CHAT,
     DOOMED_NODE,
     INFERENCE,
     NODES,
     NOTEBOOK,
+    SHARED_NOTEBOOK,
     SWEEP,
     TRAINING,
     UNLABELLED,
@@ -71,7 +74,8 @@ class DemoScript:
         self.kubeconfig = need(s.kubeconfig, "the fake API")
         self.alerts = AlertObserver(s.engine_url)
         self.ledger = LedgerObserver(s.workdir / "state.db")
-        deployments = [(w.namespace, w.name) for w in (TRAINING, NOTEBOOK, INFERENCE, SWEEP)]
+        watched = (TRAINING, NOTEBOOK, INFERENCE, SWEEP, CHAT, SHARED_NOTEBOOK)
+        deployments = [(w.namespace, w.name) for w in watched]
         self.kube = KubeObserver(self.cluster.kube, deployments)
         if s.slack is not None:
             self.slack_obs = SlackObserver(s.slack, s.channel)
@@ -204,5 +208,9 @@ class DemoScript:
         memory = self.alerts.ever(
             "GpuMemoryUnderutilized", namespace=INFERENCE.namespace, workload=INFERENCE.name
         )
+        shared = self.alerts.ever(
+            "GpuShareIdle", namespace=SHARED_NOTEBOOK.namespace, workload=SHARED_NOTEBOOK.name
+        )
         quiet = self.monotonic() - self._last_event >= QUIET_S
-        return self._restored and replicas == NOTEBOOK.replicas and bool(memory) and quiet
+        done = self._restored and replicas == NOTEBOOK.replicas
+        return done and bool(memory) and bool(shared) and quiet
