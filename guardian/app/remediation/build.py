@@ -21,11 +21,14 @@ from typing import Any
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
+from guardian.adapters.kube.episode_store import EpisodeStore
 from guardian.adapters.kube.executor import Executor
+from guardian.adapters.kube.fence import FencedRest
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.kube.rest import KubeRest
 from guardian.adapters.ledger import Ledger
 from guardian.adapters.sqlite_db import Database
+from guardian.app.remediation.journal import EpisodeJournal
 from guardian.app.remediation.leader import LeaseElector
 from guardian.app.remediation.loop import RemediationLoop
 from guardian.app.remediation.metrics import RemediationMetrics
@@ -84,24 +87,41 @@ def default_identity() -> str:
     return f"{socket.gethostname()}_{os.getpid()}"
 
 
+def shared_store(rest: KubeRest, settings: RemediationSettings) -> EpisodeStore:
+    shared = settings.shared_state
+    return EpisodeStore(
+        rest,
+        settings.controller_namespace,
+        prefix=shared.config_map_prefix,
+        shards=shared.shards,
+        retention=shared.retention,
+    )
+
+
 @dataclass
 class RemediationParts:
     loop: RemediationLoop
     ledger: Ledger
     rest: KubeRest
     metrics: RemediationMetrics
+    journal: EpisodeJournal
     elector: LeaseElector | None = None
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
 
+    def may_write(self) -> bool:
+        """The fence as a question (the Slack notifier asks it before each call)."""
+        return self.elector is None or self.elector.is_leader()
+
     def start_leader_election(self, on_lost: Callable[[], None]) -> None:
-        """Elect in a background thread; until elected, cycles are skipped."""
+        """Elect in a background thread; until elected, cycles are skipped. A new
+        leadership reads the shared state again before it acts."""
         elector = self.elector
         if elector is None:
             return
         self.thread = threading.Thread(
             target=elector.run,
-            args=(lambda: None, on_lost, self.stop),
+            args=(self.journal.invalidate, on_lost, self.stop),
             name="leader-election",
             daemon=True,
         )
@@ -128,25 +148,29 @@ def build_remediation(
         api_client if api_client is not None else kube_api_client(settings.kubeconfig),
         timeout=settings.api_timeout,
     )
-    reader = KubeReader(rest)
     metrics = metrics or RemediationMetrics()
     ledger = Ledger.attach(db)
-    elector: LeaseElector | None = None
     le = settings.leader_election
+    identity = le.identity or default_identity()
+    elector: LeaseElector | None = None
+    writer = rest
     if le.enabled:
         elector = LeaseElector(
             rest,
             le.lease_namespace or settings.controller_namespace,
             le.lease_name,
-            le.identity or default_identity(),
+            identity,
             lease_duration=le.lease_duration,
             renew_deadline=le.renew_deadline,
             retry_period=le.retry_period,
         )
+        writer = FencedRest(rest, elector.check)  # every write asks the Lease first
+    reader = KubeReader(writer)
+    journal = EpisodeJournal(shared_store(writer, settings), identity)
     loop = RemediationLoop(
         policies=policies,
         reader=reader,
-        executor=Executor(rest, reader, instance=le.identity or default_identity()),
+        executor=Executor(writer, reader, instance=identity),
         ledger=ledger,
         alerts=alerts,
         planner=PlannerSettings(
@@ -160,5 +184,6 @@ def build_remediation(
         cycle_interval=settings.cycle_interval,
         metrics=metrics,
         is_leader=elector.is_leader if elector is not None else (lambda: True),
+        journal=journal,
     )
-    return RemediationParts(loop, ledger, rest, metrics, elector)
+    return RemediationParts(loop, ledger, rest, metrics, journal, elector)
