@@ -69,6 +69,8 @@ class ControllerParts:
             lookup = (
                 OwnerLookup(self.remediation.loop.reader) if self.remediation is not None else None
             )
+            # The shared episode state carries each episode's parent message across leaders.
+            remediation = self.remediation
             self.notifier = SlackNotifier.from_settings(
                 settings.slack,
                 store.db,
@@ -76,6 +78,8 @@ class ControllerParts:
                 env,
                 registry=engine.metrics.registry,
                 context=lookup,
+                handover=remediation.journal if remediation is not None else None,
+                may_send=remediation.may_write if remediation is not None else None,
             )
             engine.transaction_hooks.append(self._prepare)
             engine.listeners.append(self._after_evaluation)
