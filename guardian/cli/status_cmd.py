@@ -8,7 +8,8 @@ import os
 import sys
 
 from guardian.app.remediation.build import state_database
-from guardian.app.remediation.status import read_status
+from guardian.app.remediation.status import read_cluster_status, read_status
+from guardian.app.settings.config_file import load_settings
 from guardian.cli._common import EXIT_FAILURE, EXIT_OK, SubParsers, add_state_options
 from guardian_common.errors import GuardianError
 
@@ -27,7 +28,11 @@ def run_status(args: argparse.Namespace) -> int:
         if path is None:
             print("guardian status: give --config or --state", file=sys.stderr)
             return EXIT_FAILURE
-        report = read_status(path)
+        remediation = load_settings(args.config, os.environ).remediation if args.config else None
+        if remediation is not None and remediation.enabled:  # the ladder as every replica sees it
+            report = read_cluster_status(remediation, path)
+        else:
+            report = read_status(path)
     except GuardianError as exc:
         print(f"guardian status: {exc}", file=sys.stderr)
         return EXIT_FAILURE

@@ -40,6 +40,7 @@ from guardian.engine.remediation import PlannerSettings, is_pipeline
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.model.alerts import AlertState
 from guardian.model.reclaim import FiringAlert
+from guardian.model.shared_episode import SharedEpisode
 
 
 def kube_api_client(kubeconfig: str | None) -> Any:
@@ -108,6 +109,13 @@ class RemediationParts:
     elector: LeaseElector | None = None
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
+
+    def shared_episodes(self) -> list[SharedEpisode]:
+        """Every shared episode, read now: what any replica's status shows."""
+        mine = self.journal.store
+        fresh = EpisodeStore(self.rest, mine.namespace, prefix=mine.prefix, shards=mine.shards)
+        fresh.load()
+        return fresh.episodes()
 
     def may_write(self) -> bool:
         """The fence as a question (the Slack notifier asks it before each call)."""

@@ -1,19 +1,31 @@
 """``guardian status``: active alerts, pending ladder steps with due times, reclaimed
-workloads with their restore commands. Read-only, from the shared state database."""
+workloads with their restore commands. Read-only.
+
+The ladder's part comes from the episode state every replica shares (in the cluster,
+adapters/kube/episode_store.py), so the answer does not depend on which replica gives
+it; the alerts from this replica's engine (every replica evaluates the same rules on the
+same slots). ``build_status`` without shared episodes reads one state database alone.
+"""
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from guardian.adapters.kube.episode_store import EpisodeStore
 from guardian.adapters.kube.executor import restore_command
+from guardian.adapters.kube.rest import KubeRest
 from guardian.adapters.ledger import EpisodeState, Ledger
+from guardian.app.remediation.build import kube_api_client, shared_store
+from guardian.app.settings.remediation import RemediationSettings
 from guardian.model.remediation_events import LadderStep, RemediationEvent, StepOutcome
+from guardian.model.shared_episode import SharedEpisode
 from guardian.model.times import rfc3339
-from guardian_common.errors import PermanentError
+from guardian_common.errors import GuardianError, PermanentError, TransientError
 
 
 @dataclass
@@ -76,6 +88,46 @@ def _last(events: list[RemediationEvent]) -> RemediationEvent | None:
     return events[-1] if events else None
 
 
+def _last_mark(e: SharedEpisode) -> str:
+    if e.inflight is not None:
+        f = e.inflight
+        return f"{f.step.value} in flight since {rfc3339(f.at)} (attempt {f.attempt}, {f.by})"
+    if not e.steps:
+        return "-"
+    m = e.steps[-1]
+    return f"{m.step.value} {m.outcome.value} at {rfc3339(m.at)} by {m.by}"
+
+
+def shared_status(episodes: Sequence[SharedEpisode], alerts: list[dict[str, Any]]) -> StatusReport:
+    """The report from the shared episodes (and ``alerts`` as this replica's engine has them)."""
+    report = StatusReport(alerts=alerts)
+    for e in episodes:
+        if e.state is EpisodeState.OPEN:
+            report.pending.append(
+                {
+                    "workload": str(e.workload),
+                    "episode": e.episode,
+                    "policy": e.policy,
+                    "next_step": e.next_step.value if e.next_step else "notify",
+                    "due": rfc3339(e.next_step_due) if e.next_step_due else None,
+                    "dry_run": any(m.outcome is StepOutcome.DRY_RUN for m in e.steps),
+                    "last": _last_mark(e),
+                }
+            )
+        elif e.state is EpisodeState.RECLAIMED:
+            mark = e.done(LadderStep.RECLAIM)
+            report.reclaimed.append(
+                {
+                    "workload": str(e.workload),
+                    "policy": e.policy,
+                    "reclaimed_at": rfc3339(mark.at) if mark else "?",
+                    "original_replicas": e.original_replicas,
+                    "restore_command": restore_command(e.workload),
+                }
+            )
+    return report
+
+
 def build_status(ledger: Ledger) -> StatusReport:
     report = StatusReport(alerts=_alerts(ledger))
     for episode in ledger.episodes(EpisodeState.OPEN):
@@ -122,3 +174,33 @@ def read_status(path: str) -> StatusReport:
         return build_status(ledger)
     finally:
         ledger.close()
+
+
+def read_episodes(rest: KubeRest, settings: RemediationSettings) -> list[SharedEpisode]:
+    """Every shared episode, read now (on any replica, or from anywhere with a kubeconfig)."""
+    store: EpisodeStore = shared_store(rest, settings)
+    store.load()
+    return store.episodes()
+
+
+def read_cluster_status(settings: RemediationSettings, state: str | None) -> StatusReport:
+    """The report from the shared state in the cluster (``settings.kubeconfig``, else the
+    in-cluster account), with this replica's alerts if ``state`` exists."""
+    api_client = kube_api_client(settings.kubeconfig)
+    try:
+        episodes = read_episodes(KubeRest(api_client, timeout=settings.api_timeout), settings)
+    except GuardianError as exc:
+        raise TransientError(
+            f"cannot read the shared episode state in namespace "
+            f"{settings.controller_namespace}: {exc}"
+        ) from exc
+    finally:
+        api_client.close()
+    alerts: list[dict[str, Any]] = []
+    if state is not None and Path(state).exists():
+        ledger = Ledger.open(state)
+        try:
+            alerts = _alerts(ledger)
+        finally:
+            ledger.close()
+    return shared_status(episodes, alerts)

@@ -5,6 +5,7 @@ outside the ladder ends the episode, and a leader whose hold went stale writes n
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from guardian.app.remediation.journal import EpisodeJournal
 from guardian.app.remediation.leader import LeaseElector
 from guardian.app.remediation.loop import RemediationLoop
 from guardian.app.remediation.reconcile import FOUND_APPLIED, RESTORED_OUTSIDE
+from guardian.cli import main as guardian_main
 from guardian.engine.remediation import PlannerSettings
 from guardian.model.policies import Annotations
 from guardian.model.policies_load import parse_policies
@@ -31,7 +33,7 @@ from guardian.model.times import rfc3339
 from guardian.sim.kubeapi import FakeKubeAPI
 from guardian.sim.kubeapi import builders as b
 
-from .test_loop import ALERT, NOW, evaluation
+from .test_loop import ALERT, DEPLOY, NOW, evaluation
 
 POLICY = """
 apiVersion: gpu-guardian.io/v1alpha1
@@ -238,3 +240,40 @@ def test_a_leader_whose_renewal_is_older_than_the_deadline_writes_nothing(
         thread.join(5)
     assert [s for s, _ in a.applied()] == [LadderStep.NOTIFY]
     assert kube.get("Deployment", "train", "ml")["metadata"].get("annotations") is None
+
+
+def _config(tmp_path: Path, kubeconfig: Path, name: str) -> Path:
+    (tmp_path / "rules.yaml").write_text("groups: []\n", encoding="utf-8")
+    path = tmp_path / f"{name}.yaml"
+    config = {
+        "prometheus": {"url": "http://127.0.0.1:9"},
+        "rule_files": ["rules.yaml"],
+        "state_path": f"{name}.db",
+        "remediation": {"enabled": True, "kubeconfig": str(kubeconfig)},
+    }
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return path
+
+
+def test_status_is_the_same_on_every_replica(
+    kube: FakeKubeAPI, rest: KubeRest, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = replica(rest, tmp_path, "a", [ALERT])
+    a.at(0, 1, 2)  # notify, annotate, grace
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+    answers = []
+    for name in ("a", "b"):  # b never acted: its own state database does not even exist
+        assert guardian_main(["status", "--config", str(_config(tmp_path, kubeconfig, name)),
+                              "--json"]) == 0  # fmt: skip
+        answers.append(json.loads(capsys.readouterr().out))
+    assert answers[0] == answers[1]
+    (pending,) = answers[0]["pending"]
+    assert (pending["workload"], pending["next_step"]) == (str(DEPLOY), "reclaim")
+    assert pending["due"] == rfc3339(NOW + GRACE)
+    assert pending["last"] == f"annotate applied at {rfc3339(NOW + 60)} by a"
+    a.at(5)
+    assert guardian_main(["status", "--config", str(tmp_path / "b.yaml")]) == 0
+    shown = capsys.readouterr().out
+    assert "Reclaimed workloads (1):" in shown
+    assert "restore: guardian restore ml/Deployment/train" in shown
+    assert "original replicas 2" in shown
