@@ -62,6 +62,7 @@ class ControllerParts:
                 alerts=engine_alerts(engine),
                 pipeline_groups=pipeline_group_names(engine.groups),
                 metrics=RemediationMetrics(engine.metrics.registry),
+                ready=engine.ready,
             )
             engine.listeners.append(self.remediation.loop.on_evaluation)
         if settings.slack is not None and settings.slack.enabled:

@@ -51,19 +51,32 @@ class ThreadHandover(Protocol):
 
 
 _EMPTY = finding_to_dict(Finding("", "", "", Phase.FIRING, LabelSet(), 0.0, 0.0))
+# Fields a finding usually copies from its labels: kept only where they differ.
+_FROM_LABELS = ("alertname", "severity", "cluster", "namespace", "pod", "node", "gpu_group")
 
 
 def pack_finding(finding: Finding) -> dict[str, Any]:
-    """The parent's content without its labels (the shared record has them) and unset fields."""
-    return {
-        k: v
-        for k, v in finding_to_dict(finding).items()
-        if k not in ("labels", "episode") and v is not None and v != _EMPTY.get(k)
-    }
+    """The parent's content, small: without its labels (the shared record has them), what
+    it copied from them, and what is unset."""
+    packed: dict[str, Any] = {}
+    for key, value in finding_to_dict(finding).items():
+        if key in _FROM_LABELS and finding.labels.get(key):
+            if finding.labels.get(key) != value:
+                packed[key] = value  # None too: unpacking would copy the label
+            continue
+        if key in ("labels", "episode") or value is None or value == _EMPTY.get(key):
+            continue
+        if key == "evidence":
+            value = {k: v for k, v in value.items() if v is not None}
+        packed[key] = value
+    return packed
 
 
 def unpack_finding(packed: Mapping[str, Any], labels: LabelSet, episode: str) -> Finding:
-    return finding_from_dict({**_EMPTY, **packed, "labels": dict(labels), "episode": episode})
+    copied = {k: labels[k] for k in _FROM_LABELS if labels.get(k)}
+    evidence = {**_EMPTY["evidence"], **packed.get("evidence", {})}
+    whole = {**_EMPTY, **copied, **packed, "evidence": evidence}
+    return finding_from_dict({**whole, "labels": dict(labels), "episode": episode})
 
 
 def _adoption(

@@ -150,7 +150,10 @@ def build_remediation(
     pipeline_groups: Sequence[str],
     api_client: Any = None,
     metrics: RemediationMetrics | None = None,
+    ready: Callable[[], bool] = lambda: True,
 ) -> RemediationParts:
+    """``ready``: the engine has evaluated every rule group since it started (no cycle
+    before, so that an episode whose alert is not evaluated yet is not taken as ended)."""
     policies = load_policies(settings.policy_files)
     rest = KubeRest(
         api_client if api_client is not None else kube_api_client(settings.kubeconfig),
@@ -193,5 +196,6 @@ def build_remediation(
         metrics=metrics,
         is_leader=elector.is_leader if elector is not None else (lambda: True),
         journal=journal,
+        ready=ready,
     )
     return RemediationParts(loop, ledger, rest, metrics, journal, elector)

@@ -78,6 +78,7 @@ class RemediationLoop:
         metrics: RemediationMetrics | None = None,
         is_leader: Callable[[], bool] = lambda: True,
         journal: EpisodeJournal | None = None,
+        ready: Callable[[], bool] = lambda: True,
     ) -> None:
         self.policies = list(policies)
         self.reader = reader
@@ -90,6 +91,7 @@ class RemediationLoop:
         self.metrics = metrics or RemediationMetrics()
         self.is_leader = is_leader
         self.journal = journal
+        self.ready = ready
         self.recorder = StepRecorder(ledger, self.metrics, journal)
         self.reconciler = Reconciler(ledger, self.recorder, executor.events, journal)
         self.health: dict[str, GroupHealth] = {}
@@ -120,6 +122,9 @@ class RemediationLoop:
         with self._lock:
             if not self.is_leader():
                 logger.info("not the leader: skipping the remediation cycle at %.3f", now)
+                return None
+            if not self.ready():  # an alert not evaluated yet has not ended: close nothing
+                logger.info("waiting for every rule group's first evaluation before a cycle")
                 return None
             try:
                 return self._cycle(now)

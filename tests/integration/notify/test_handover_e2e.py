@@ -163,3 +163,6 @@ def test_a_packed_finding_comes_back_whole() -> None:
     assert "labels" not in packed
     assert None not in packed.values()
     assert unpack_finding(packed, finding.labels, finding.episode) == finding
+    assert "namespace" not in packed  # copied from the labels: not kept twice
+    odd = finding.with_changes(severity="critical", pod=None)  # not what the labels say
+    assert unpack_finding(pack_finding(odd), odd.labels, odd.episode) == odd
