@@ -277,3 +277,23 @@ def test_status_is_the_same_on_every_replica(
     assert "Reclaimed workloads (1):" in shown
     assert "restore: guardian restore ml/Deployment/train" in shown
     assert "original replicas 2" in shown
+
+
+def test_no_cycle_before_every_rule_group_was_evaluated(
+    kube: FakeKubeAPI, rest: KubeRest, tmp_path: Path
+) -> None:
+    """After a restart with no state, an alert the engine has not evaluated yet has not
+    ended: the episode must not be closed by a cycle that runs before it is."""
+    a = replica(rest, tmp_path, "a", [ALERT])
+    a.at(0, 1)
+    evaluated = [False]
+    b_ = replica(rest, tmp_path, "b", [])  # the engine has no alert yet...
+    b_.loop.ready = lambda: evaluated[0]  # ...because a group has not run since the start
+    b_.at(2)
+    b_.journal.store.load()
+    (record,) = b_.journal.episodes()
+    assert record.live
+    evaluated[0] = True
+    b_.at(3)  # now an alert that is really gone ends the episode
+    (record,) = b_.journal.episodes()
+    assert (record.state.value, record.ended_at) == ("closed", NOW + 180)
