@@ -20,6 +20,7 @@ import threading
 from dataclasses import replace
 
 from guardian.adapters.kube.episode_store import EpisodeStore
+from guardian.adapters.kube.fence import NotLeader
 from guardian.model.labels import LabelSet
 from guardian.model.reclaim import LedgerEntry, LedgerView, PlannedAction, Wait
 from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
@@ -209,7 +210,12 @@ class EpisodeJournal:
                 updated_at=now,
             )
 
-        self.store.update(wait.episode, change, now)
+        try:
+            self.store.update(wait.episode, change, now)
+        except NotLeader:
+            raise
+        except GuardianError as exc:  # said now; perhaps said again by the next leader
+            logger.warning("shared state: could not note %s's next step: %s", wait.episode, exc)
         return True
 
     def end(self, episode: str, state: EpisodeState, now: float) -> None:

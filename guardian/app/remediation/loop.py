@@ -292,5 +292,11 @@ class RemediationLoop:
                 return
         self.ledger.set_episode_state(episode, EpisodeState.CLOSED, now)
         if self.journal is not None:
-            self.journal.end(episode, EpisodeState.CLOSED, now)
+            try:
+                self.journal.end(episode, EpisodeState.CLOSED, now)
+            except NotLeader:
+                raise
+            except GuardianError as exc:  # still live there: the next cycle closes it again
+                logger.warning("could not end episode %s in the shared state: %s", episode, exc)
+                return
         logger.info("episode %s on %s closed: its alerts ended before a reclaim", episode, ref)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from guardian.adapters.kube.events import EventRecorder
 from guardian.adapters.kube.executor import event_reason, original_replicas, restore_command
+from guardian.adapters.kube.fence import NotLeader
 from guardian.adapters.ledger import Ledger
 from guardian.app.remediation.journal import FOUND, EpisodeJournal
 from guardian.app.remediation.recording import StepRecorder
@@ -24,6 +25,7 @@ from guardian.model.reclaim import ClusterSnapshot, LedgerView, PlannedAction, W
 from guardian.model.remediation_events import LadderStep, RemediationEvent, StepOutcome
 from guardian.model.shared_episode import EpisodeState, SharedEpisode
 from guardian.model.times import parse_rfc3339
+from guardian_common.errors import GuardianError
 
 logger = logging.getLogger(__name__)
 
@@ -61,16 +63,26 @@ class Reconciler:
             ws = snapshot.workloads.get(ref)
             if ws is None:
                 continue
-            record = self.journal.get(episode) if self.journal is not None else None
-            labels = record.alert_labels if record is not None else LabelSet()
-            if record is not None and record.state is EpisodeState.RECLAIMED:
-                if Annotations.RECLAIMED_AT not in ws.annotations:
-                    self._restored(record, ws, now)
-                continue
-            done = view.steps(episode, real=True)
-            for step, at in self._on_object(ws, episode, record):
-                if step not in done:
-                    self._found(_Found(episode, ws, step, at, policy, labels), now)
+            try:
+                self._one(view, ws, episode, policy, now)
+            except NotLeader:
+                raise
+            except GuardianError as exc:  # per episode: the next cycle looks again
+                logger.warning("could not reconcile episode %s on %s: %s", episode, ref, exc)
+
+    def _one(
+        self, view: LedgerView, ws: WorkloadState, episode: str, policy: str, now: float
+    ) -> None:
+        record = self.journal.get(episode) if self.journal is not None else None
+        labels = record.alert_labels if record is not None else LabelSet()
+        if record is not None and record.state is EpisodeState.RECLAIMED:
+            if Annotations.RECLAIMED_AT not in ws.annotations:
+                self._restored(record, ws, now)
+            return
+        done = view.steps(episode, real=True)
+        for step, at in self._on_object(ws, episode, record):
+            if step not in done:
+                self._found(_Found(episode, ws, step, at, policy, labels), now)
 
     def _on_object(
         self, ws: WorkloadState, episode: str, record: SharedEpisode | None
