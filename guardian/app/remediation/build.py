@@ -163,6 +163,8 @@ def build_remediation(
     ledger = Ledger.attach(db)
     le = settings.leader_election
     identity = le.identity or default_identity()
+    # Which replica made a call, in the API server's audit log.
+    rest.api_client.user_agent = f"gpu-guardian/{identity}"
     elector: LeaseElector | None = None
     writer = rest
     if le.enabled:
