@@ -128,7 +128,11 @@ def shared_status(episodes: Sequence[SharedEpisode], alerts: list[dict[str, Any]
     return report
 
 
-def build_status(ledger: Ledger) -> StatusReport:
+def build_status(ledger: Ledger, episodes: Sequence[SharedEpisode] | None = None) -> StatusReport:
+    """The report from one state database; with ``episodes`` (RemediationParts.
+    shared_episodes()), the ladder's part from the shared state instead, as on any replica."""
+    if episodes is not None:
+        return shared_status(episodes, _alerts(ledger))
     report = StatusReport(alerts=_alerts(ledger))
     for episode in ledger.episodes(EpisodeState.OPEN):
         events = ledger.events_for([episode.episode])

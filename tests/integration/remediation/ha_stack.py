@@ -27,6 +27,7 @@ from guardian.demo.profile import DemoProfile, write_profile_rules
 from guardian.demo.replicas import Replicas
 from guardian.model.remediation_events import LadderStep, StepOutcome
 from guardian.model.shared_episode import SharedEpisode
+from guardian.model.times import parse_rfc3339
 from guardian.sim.kubeapi import FakeKubeAPI
 from guardian.sim.kubeapi import builders as b
 from guardian.sim.prometheus_server import free_loopback_port
@@ -160,6 +161,9 @@ def start_replicas(
             profile=profile,
         )
         config["slack"]["delivery"] = {"post_interval": "200ms"}
+        # Prometheus restores no alert whose `for` is shorter than the grace period (2.5 s
+        # here, once compressed): keep it shorter so that GpuIdle's for-state is restored.
+        config["restore"] = {"for_grace_period": "1s", "for_outage_tolerance": "60s"}
         return config
 
     procs = ProcessGroup(tmp_path / "logs")
@@ -225,7 +229,7 @@ def applied(state: Path, gpu: Gpu, step: LadderStep) -> int:
         ledger.close()
 
 
-def active_at(url: str, gpu: Gpu) -> str | None:
+def active_at(url: str, gpu: Gpu) -> float | None:
     """``activeAt`` of ``gpu``'s GpuIdle alert on the replica at ``url``."""
     try:
         data = get_json(f"{url}/api/v1/alerts")
@@ -234,7 +238,7 @@ def active_at(url: str, gpu: Gpu) -> str | None:
     for alert in data["data"]["alerts"]:
         labels = alert["labels"]
         if labels.get("alertname") == "GpuIdle" and labels.get("pod") == gpu.pod:
-            return str(alert["activeAt"])
+            return parse_rfc3339(str(alert["activeAt"]))
     return None
 
 

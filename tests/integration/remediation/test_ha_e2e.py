@@ -213,13 +213,20 @@ def test_failover_and_wiped_restarts_keep_the_ladder_and_its_slack_thread(
     assert any(r.user_agent == agent for r in kube.requests()[:resumed])
     replicas.start(paused)
 
-    # The alert kept its `for` progress across the restart: restored, not started over.
+    # The alert kept its `for` progress across the restart: restored, not started over
+    # (ALERTS_FOR_STATE keeps whole seconds).
     now = active_at(replicas.url(replicas.leader() or other), IDLE_Y)
-    restore = importlib.util.find_spec("guardian.app.rules.for_state") is not None
-    if not restore and now != before:
+    assert now is not None
+    if not _restore_merged() and abs(now - before) >= 1.0:
         pytest.xfail("for-state restore from ALERTS_FOR_STATE is #15a's; not merged here")
-    assert now == before
+    assert abs(now - before) < 1.0, (now, before)
     wait_for("the replicas' status to agree, times too", lambda: same(times=True), 20)
+
+
+def _restore_merged() -> bool:
+    """#15a's restore from Prometheus is in the tree (remove with the xfail once merged)."""
+    names = ("guardian.app.rules.for_state", "guardian.app.rules.for_state_gather")
+    return any(importlib.util.find_spec(name) is not None for name in names)
 
 
 def _restore_by_hand(kube: FakeKubeAPI, gpu: Gpu) -> None:

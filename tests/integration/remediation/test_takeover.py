@@ -23,6 +23,8 @@ from guardian.app.remediation.journal import EpisodeJournal
 from guardian.app.remediation.leader import LeaseElector
 from guardian.app.remediation.loop import RemediationLoop
 from guardian.app.remediation.reconcile import FOUND_APPLIED, RESTORED_OUTSIDE
+from guardian.app.remediation.status import build_status, read_episodes
+from guardian.app.settings.remediation import RemediationSettings
 from guardian.cli import main as guardian_main
 from guardian.engine.remediation import PlannerSettings
 from guardian.model.policies import Annotations
@@ -267,6 +269,8 @@ def test_status_is_the_same_on_every_replica(
                               "--json"]) == 0  # fmt: skip
         answers.append(json.loads(capsys.readouterr().out))
     assert answers[0] == answers[1]
+    served = build_status(a.ledger, read_episodes(rest, RemediationSettings()))  # /api/v1/status
+    assert served.to_json()["pending"] == answers[0]["pending"]
     (pending,) = answers[0]["pending"]
     assert (pending["workload"], pending["next_step"]) == (str(DEPLOY), "reclaim")
     assert pending["due"] == rfc3339(NOW + GRACE)
