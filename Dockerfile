@@ -74,14 +74,20 @@ def target(argv, env):
         return ("https" if tls else "http") + f"://127.0.0.1:{port}/healthz"
     if "run" in argv:
         address = env.get("GUARDIAN_LISTEN_ADDRESS")
+        tls = env.get("GUARDIAN_WEB__TLS_CERT_FILE")
         config = flag(argv, "--config") or env.get("GUARDIAN_CONFIG")
-        if address is None and config:
+        if config and (address is None or tls is None):
             with open(config, encoding="utf-8") as f:
-                address = (yaml.safe_load(f) or {}).get("listen_address")
+                data = yaml.safe_load(f) or {}
+            address = address or data.get("listen_address")
+            tls = tls or (data.get("web") or {}).get("tls_cert_file")
         host, _, port = (address or "127.0.0.1:9469").rpartition(":")
-        if host in ("", "0.0.0.0", "[::]", "::"):
+        host = host.strip("[]")
+        if host in ("", "0.0.0.0", "::"):
             host = "127.0.0.1"
-        return f"http://{host}:{port}/healthz"
+        if ":" in host:
+            host = f"[{host}]"
+        return ("https" if tls else "http") + f"://{host}:{port}/healthz"
     return None
 
 

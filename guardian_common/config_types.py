@@ -4,8 +4,14 @@
   attribute docstring becomes its description (shown by ``model_json_schema``).
 - :data:`Duration` (> 0) and :data:`DurationOrZero` (>= 0): seconds as a float, written as
   a Prometheus duration (``15s``, ``1m30s``, ``1h``) or a plain number of seconds (``90``,
-  ``0.5``, also as a string, as flags and environment variables arrive). Booleans and
-  infinities are refused. The same parser everywhere, so ``30s`` means one thing.
+  ``0.5``, also as a string, as flags and environment variables arrive). Booleans,
+  infinities and anything over :data:`MAX_DURATION` are refused. The same parser
+  everywhere, so ``30s`` means one thing.
+- :data:`Int`, :data:`Float`, :data:`Bool`: strict scalars. YAML ``true`` is not 1 and
+  ``"3"`` is not 3: a value of the wrong type is an error, never converted. Every int,
+  float and bool field of a settings model uses them (a test walks the models to make
+  sure); a field meant to take text, as environment variables do, says so with
+  ``Strict(False)``.
 - :data:`ConfigPath`: a file path that :meth:`StrictModel.resolved` takes relative to the
   config file's directory, as Prometheus does, so a config works wherever it is started.
 """
@@ -19,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict
 from pydantic.fields import FieldInfo
 
-from guardian_common.durations import parse_duration
+from guardian_common.durations import DurationRangeError, parse_duration
 
 _NUMBER = re.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$")
 _SYNTAX = "a number of seconds, or units y w d h m s ms largest first, e.g. 90, 15s or 1m30s"
@@ -40,15 +46,65 @@ def to_seconds(value: object) -> object:
         return float(text)
     try:
         return parse_duration(text)
+    except DurationRangeError:
+        raise ValueError(f"must be at most 100y, got {text}") from None
     except ValueError:
         raise ValueError(f"not a valid duration string: {value!r} ({_SYNTAX})") from None
 
 
-Duration = Annotated[float, BeforeValidator(to_seconds), Field(gt=0, allow_inf_nan=False)]
+MAX_DURATION = 100 * 365 * 86400.0
+"""100y, the longest duration a setting may have. Far beyond any sensible interval, timeout
+or grace period, and far inside what timers and dates can hold: a typo such as
+``99999999999999999y`` is an error at load, never an OverflowError while running."""
+
+
+def at_most_max_duration(seconds: float) -> float:
+    if seconds > MAX_DURATION:
+        raise ValueError("must be at most 100y")
+    return seconds
+
+
+Duration = Annotated[
+    float,
+    BeforeValidator(to_seconds),
+    Field(gt=0, allow_inf_nan=False),
+    AfterValidator(at_most_max_duration),
+]
 """Seconds, > 0: intervals and timeouts, where zero would mean 'never' or 'spin'."""
 
-DurationOrZero = Annotated[float, BeforeValidator(to_seconds), Field(ge=0, allow_inf_nan=False)]
+DurationOrZero = Annotated[
+    float,
+    BeforeValidator(to_seconds),
+    Field(ge=0, allow_inf_nan=False),
+    AfterValidator(at_most_max_duration),
+]
 """Seconds, >= 0: offsets and waits where zero is meaningful ('at once', 'from the start')."""
+
+
+def _exactly(what: str) -> BeforeValidator:
+    """Refuse the conversions pydantic's lax mode would make, with a message that says
+    what was written; everything else is left to the strict type check."""
+
+    def check(value: Any) -> Any:
+        if isinstance(value, str):
+            raise ValueError(f"must be {what}, not the string {value!r}")
+        if isinstance(value, bool) and what != _BOOL:
+            raise ValueError(f"must be {what}, not a boolean ({str(value).lower()})")
+        return value
+
+    return BeforeValidator(check)
+
+
+_BOOL = "true or false"
+
+Int = Annotated[int, _exactly("an integer"), Strict()]
+"""An integer, as written: not ``true``, ``"3"`` or ``3.0``."""
+Float = Annotated[float, _exactly("a number"), Strict(), Field(allow_inf_nan=False)]
+"""A finite number (an integer is one too): not ``true`` or ``"0.5"``."""
+Bool = Annotated[bool, _exactly(_BOOL), Strict()]
+"""``true`` or ``false``: not ``"yes"``, ``1`` or ``"true"``."""
+NotBool = _exactly("a number")
+"""For ``Literal`` numbers, which pydantic would match with ``true`` (True == 1)."""
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ _DURATION = re.compile(
     r"^(?:(?P<y>[0-9]+)y)?(?:(?P<w>[0-9]+)w)?(?:(?P<d>[0-9]+)d)?(?:(?P<h>[0-9]+)h)?"
     r"(?:(?P<m>[0-9]+)m)?(?:(?P<s>[0-9]+)s)?(?:(?P<ms>[0-9]+)ms)?$"
 )
+# Prometheus keeps durations as int64 nanoseconds and refuses longer ones (about 292y).
+MAX_MS = (2**63 - 1) // 1_000_000
 _UNIT_MS = {
     "y": 365 * 24 * 3600 * 1000,
     "w": 7 * 24 * 3600 * 1000,
@@ -17,6 +19,10 @@ _UNIT_MS = {
     "s": 1000,
     "ms": 1,
 }
+
+
+class DurationRangeError(ValueError):
+    """A well-formed duration too long for Prometheus (and for us)."""
 
 
 def parse_duration_ms(text: str) -> int:
@@ -29,7 +35,16 @@ def parse_duration_ms(text: str) -> int:
             f"not a valid duration string: {text!r} (use units y, w, d, h, m, s, ms, "
             "largest first, whole numbers only, e.g. 1h30m)"
         )
-    return sum(int(value) * _UNIT_MS[unit] for unit, value in match.groupdict().items() if value)
+    # Each number is checked before int(), which is slow (and refused) for huge digit strings.
+    total = 0
+    for unit, value in match.groupdict().items():
+        if value:
+            if len(value) > 19:
+                raise DurationRangeError(f"duration out of range: {text!r}")
+            total += int(value) * _UNIT_MS[unit]
+    if total > MAX_MS:
+        raise DurationRangeError(f"duration out of range: {text!r} (at most about 292y)")
+    return total
 
 
 def parse_duration(text: str) -> float:

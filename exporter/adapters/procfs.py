@@ -6,10 +6,15 @@ import logging
 import os
 from pathlib import Path
 
+from guardian_common.files import read_regular_file
+
 logger = logging.getLogger(__name__)
 
 # Linux pid_max is at most 2^22; anything outside (0, 2^22] is a scrambled NVML struct.
 PID_MAX = 1 << 22
+# A cgroup file has one line per hierarchy (about 13 on cgroup v1, 1 on v2), well under
+# 4 KiB; more means it is not one (under --proc-root it could be anything, /dev/zero too).
+CGROUP_MAX_BYTES = 64 << 10
 
 
 def valid_pid(pid: int) -> bool:
@@ -25,24 +30,17 @@ class ProcReader:
         """The process's cgroup file, or None if it has gone or cannot be read."""
         if not valid_pid(pid):
             return None
-        # Plain os calls: this runs for every GPU process on every cycle.
+        # Regular files only, bounded, non-blocking: a FIFO or /dev/zero under --proc-root
+        # must not hang or exhaust the collector. Plain os calls: this runs for every GPU
+        # process on every cycle.
         try:
-            fd = os.open(f"{self._root}/{pid}/cgroup", os.O_RDONLY)
+            data = read_regular_file(f"{self._root}/{pid}/cgroup", CGROUP_MAX_BYTES)
         except FileNotFoundError:
             return None  # the process exited between the NVML call and now
-        except OSError as exc:
+        except OSError as exc:  # also not a regular file, or too large
             logger.debug("cannot read cgroup of pid %s: %s", pid, exc)
             return None
-        try:
-            chunks = []
-            while chunk := os.read(fd, 65536):
-                chunks.append(chunk)
-            return b"".join(chunks).decode(errors="replace")
-        except OSError as exc:
-            logger.debug("cannot read cgroup of pid %s: %s", pid, exc)
-            return None
-        finally:
-            os.close(fd)
+        return data.decode(errors="replace")
 
     def pids(self) -> list[int]:
         """Every numeric directory under the root, sorted."""

@@ -12,51 +12,38 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from exporter.engine.vgpu import VgpuRatios
-from exporter.engine.yamlpos import line_of
 from exporter.model.errors import ConfigError
+from guardian_common.config_types import Float, StrictModel
+from guardian_common.files import read_text
+from guardian_common.yamldoc import parse_yaml
 
-Ratio = Annotated[float, Field(gt=0)]
+Ratio = Annotated[Float, Field(gt=0)]
 
 
-class _VgpuFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class _VgpuFile(StrictModel):
     default: Ratio = 1.0
-    models: dict[str, Ratio] = {}
-    uuids: dict[str, Ratio] = {}
+    models: dict[str, Ratio] = Field(default_factory=dict)
+    uuids: dict[str, Ratio] = Field(default_factory=dict)
 
 
 def load_vgpu_ratios(path: Path, default: float = 1.0) -> VgpuRatios:
     """Load and validate the file; any problem is a ConfigError naming the file and field."""
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read vGPU ratio file: {exc.strerror}", path=str(path)) from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(
-            f"not valid YAML: {exc}", path=str(path), line=None if mark is None else mark.line + 1
-        ) from exc
-    if data is None:
-        data = {}
+    doc = parse_yaml(read_text(path, what="vGPU ratio file"), str(path))
+    data = doc.data if doc.data is not None else {}
     if not isinstance(data, dict):
-        raise ConfigError("the vGPU ratio file must be a YAML mapping", path=str(path))
+        raise ConfigError("the vGPU ratio file must be a YAML mapping", path=str(path), line=1)
     data.setdefault("default", default)
     try:
         parsed = _VgpuFile.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = [p for p in err["loc"] if isinstance(p, int | str)]
-        raise ConfigError(
+        loc = tuple(p for p in err["loc"] if isinstance(p, int | str))
+        raise doc.error(
             f"{err['msg']} (a ratio must be a number > 0)",
-            path=str(path),
-            line=line_of(text, loc),
-            field=".".join(str(p) for p in loc),
-        ) from exc
+            loc,
+            ".".join(str(p) for p in loc),
+        ) from None
     return VgpuRatios(default=parsed.default, by_model=parsed.models, by_uuid=parsed.uuids)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,18 +16,19 @@ from exporter.adapters.kube_pods import PodWatcher
 from exporter.adapters.nvml import NvmlBackend
 from exporter.adapters.podresources import PodResourcesClient
 from exporter.adapters.procfs import ProcReader
-from exporter.adapters.users import load_users
 from exporter.adapters.vgpu_config import load_vgpu_ratios
 from exporter.app.collection import CollectionLoop, SnapshotStore
 from exporter.app.kube_enrich import KubeEnricher
 from exporter.app.metrics import RenderTimer
-from exporter.app.server import ExporterApp, HttpServer
+from exporter.app.server import REQUEST_TIMEOUT_S, ExporterApp, HttpServer, connection_limit
 from exporter.app.settings import ExporterSettings
 from exporter.engine.vgpu import VgpuRatios
 from exporter.model.backend import CgroupReader, GpuBackend
 from exporter.model.errors import ConfigError
 from exporter.sim.scenario import load_scenario
 from exporter.sim.scenario_backend import ScenarioCgroups, SimulatedBackend
+from guardian_common.http_auth import Authenticator, load_users
+from guardian_common.http_server import ServerLimits, ServerTls
 
 logger = logging.getLogger(__name__)
 
@@ -42,11 +43,6 @@ class Exporter:
             load_vgpu_ratios(settings.vgpu_config, settings.vgpu_ratio)
             if settings.vgpu_config is not None
             else VgpuRatios(default=settings.vgpu_ratio)
-        )
-        users = (
-            load_users(settings.basic_auth_users_file)
-            if settings.basic_auth_users_file is not None
-            else None
         )
         backend: GpuBackend
         cgroups: CgroupReader
@@ -78,19 +74,7 @@ class Exporter:
             render_timer=timer,
             enricher=self.enricher,
         )
-        app = ExporterApp(
-            self.store,
-            max_requests=settings.max_requests,
-            users=users,
-            healthy=lambda: self.collection.alive,
-        )
-        self.server = HttpServer(
-            app,
-            settings.listen_address,
-            settings.port,
-            certfile=None if settings.tls_cert_file is None else str(settings.tls_cert_file),
-            keyfile=None if settings.tls_key_file is None else str(settings.tls_key_file),
-        )
+        self.server = _http_server(settings, self.store, lambda: self.collection.alive)
 
     def start(self) -> None:
         if self.enricher is not None:
@@ -111,6 +95,28 @@ class Exporter:
         self.collection.stop()
         if self.enricher is not None:
             self.enricher.stop()
+
+
+def _http_server(
+    settings: ExporterSettings, store: SnapshotStore, healthy: Callable[[], bool]
+) -> HttpServer:
+    """The /metrics server with the auth, TLS and limits the settings ask for."""
+    users = settings.basic_auth_users_file
+    auth = Authenticator(
+        load_users(users) if users is not None else None,
+        failures_per_minute=settings.auth_failures_per_minute,
+        realm="guardian-exporter",
+    )
+    tls = None
+    if settings.tls_cert_file is not None and settings.tls_key_file is not None:
+        tls = ServerTls(settings.tls_cert_file, settings.tls_key_file, field="--tls-cert-file")
+    app = ExporterApp(store, max_requests=settings.max_requests, auth=auth, healthy=healthy)
+    limits = ServerLimits(
+        max_connections=connection_limit(settings.max_requests),
+        request_timeout=REQUEST_TIMEOUT_S,
+        backlog=settings.listen_backlog,
+    )
+    return HttpServer(app, settings.listen_address, settings.port, tls=tls, limits=limits)
 
 
 def _api_client(kubeconfig: Path | None) -> Any:

@@ -1,30 +1,62 @@
 """The HTTP server: /metrics, /healthz, /readyz. Optional TLS and basic auth.
 
 /metrics serves the current snapshot's pre-rendered bytes, so a scrape never waits on NVML.
-At most ``max_requests`` scrapes run at once; more get 503. The health endpoints need no
-credentials (kubelet probes send none) and never touch NVML.
+At most ``max_requests`` requests run at once, each counted from the moment its connection
+is taken off the backlog to its last byte written (reading the request and checking its
+password included, so neither a crowd of scrapers nor a flood of bad passwords can make
+more work than that); more get 503 with ``Retry-After`` at once. Failed logins are
+limited per client (429, see :mod:`guardian_common.http_auth`). The health endpoints need
+no credentials (kubelet probes send none), are answered even above the cap and never
+touch NVML. Connections, deadlines, the listen backlog and TLS:
+:mod:`guardian_common.http_server`.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import logging
-import socket
-import ssl
 import threading
-from collections.abc import Callable, Iterable
-from socketserver import ThreadingMixIn
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
-from exporter.adapters.users import check_password
 from exporter.app.collection import SnapshotStore
+from guardian_common.http_auth import Authenticator
+from guardian_common.http_server import LimitedHTTPServer, ServerLimits, ServerTls
 
 logger = logging.getLogger(__name__)
 
 StartResponse = Callable[..., Any]
-REQUEST_TIMEOUT_S = 10.0
+Headers = list[tuple[str, str]]
+REQUEST_TIMEOUT_S = 10.0  # Prometheus's default scrape timeout
+# Connections served at once, one thread each: beyond --max-requests they are answered
+# 503 at once (and probes 200) instead of waiting; beyond this they wait in the backlog.
+# 256: a few hundred scrapers at once, within the pod's memory limit.
+MAX_CONNECTIONS = 256
+
+
+def connection_limit(max_requests: int) -> int:
+    return max(MAX_CONNECTIONS, max_requests + 32)
+
+
+_NO_AUTH = Authenticator()
+ADMITTED = "guardian_exporter.admitted"  # environ key: the server took a request slot
+
+
+class _Released:
+    """A response body that frees its request slot once the server has written it (or
+    given up): WSGI servers call ``close()`` on the iterable either way."""
+
+    def __init__(self, chunks: Iterable[bytes], release: Callable[[], None]) -> None:
+        self._chunks = chunks
+        self._release: Callable[[], None] | None = release
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self._chunks)
+
+    def close(self) -> None:
+        release, self._release = self._release, None
+        if release is not None:
+            release()
 
 
 class ExporterApp:
@@ -35,14 +67,13 @@ class ExporterApp:
         store: SnapshotStore,
         *,
         max_requests: int,
-        users: dict[str, bytes] | None = None,
+        auth: Authenticator = _NO_AUTH,
         healthy: Callable[[], bool] = lambda: True,
     ) -> None:
         self._store = store
         self._slots = threading.BoundedSemaphore(max_requests)
-        self._users = users
+        self._auth = auth
         self._healthy = healthy
-        self._auth_cache: dict[str, bool] = {}  # bcrypt is slow on purpose; remember outcomes
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "/")
@@ -60,15 +91,37 @@ class ExporterApp:
                 "200 OK" if ready else "503 Service Unavailable",
                 "ready\n" if ready else "no snapshot yet\n",
             )
-        if not self._authorized(environ.get("HTTP_AUTHORIZATION")):
-            start_response(
-                "401 Unauthorized",
-                [
-                    ("Content-Type", "text/plain"),
-                    ("WWW-Authenticate", 'Basic realm="guardian-exporter"'),
-                ],
-            )
-            return [b"unauthorized\n"]
+        admitted = environ.get(ADMITTED)
+        if admitted is None:  # not through our server: the slot is this call's
+            release = self.admit()
+            if release is None:
+                return _too_many(start_response)
+            try:
+                body = self._authorized(path, environ, start_response)
+            except BaseException:
+                release()
+                raise
+            return _Released(body, release)
+        if not admitted:
+            return _too_many(start_response)
+        return self._authorized(path, environ, start_response)
+
+    def admit(self) -> Callable[[], None] | None:
+        """A request slot: its release function, or None when all are taken."""
+        return self._slots.release if self._slots.acquire(blocking=False) else None
+
+    def _authorized(
+        self, path: str, environ: dict[str, Any], start_response: StartResponse
+    ) -> Iterable[bytes]:
+        verdict = self._auth.check(
+            environ.get("HTTP_AUTHORIZATION"), environ.get("REMOTE_ADDR", "")
+        )
+        if verdict.retry_after is not None:
+            retry = [("Retry-After", str(verdict.retry_after))]
+            return _text(start_response, "429 Too Many Requests", "too many failed logins\n", retry)
+        if not verdict.allowed:
+            challenges = [("WWW-Authenticate", c) for c in self._auth.challenges]
+            return _text(start_response, "401 Unauthorized", "unauthorized\n", challenges)
         if path == "/metrics":
             return self._metrics(environ, start_response)
         if path == "/":
@@ -76,75 +129,58 @@ class ExporterApp:
         return _text(start_response, "404 Not Found", "not found\n")
 
     def _metrics(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        if not self._slots.acquire(blocking=False):
-            return _text(start_response, "503 Service Unavailable", "too many concurrent scrapes\n")
-        try:
-            rendered = self._store.current
-            if rendered is None:
-                return _text(start_response, "503 Service Unavailable", "no snapshot yet\n")
-            gzipped = "gzip" in environ.get("HTTP_ACCEPT_ENCODING", "")
-            body, content_type = rendered.body(environ.get("HTTP_ACCEPT"), gzipped)
-            headers = [("Content-Type", content_type), ("Content-Length", str(len(body)))]
-            if gzipped:
-                headers.append(("Content-Encoding", "gzip"))
-            start_response("200 OK", headers)
-            return [body]
-        finally:
-            self._slots.release()
-
-    def _authorized(self, header: str | None) -> bool:
-        if self._users is None:
-            return True
-        if not header or not header.startswith("Basic "):
-            return False
-        cached = self._auth_cache.get(header)
-        if cached is not None:
-            return cached
-        try:
-            user, _, password = base64.b64decode(header[6:], validate=True).decode().partition(":")
-        except (binascii.Error, UnicodeDecodeError):
-            return False
-        hashed = self._users.get(user)
-        ok = hashed is not None and check_password(hashed, password)
-        if len(self._auth_cache) > 1024:
-            self._auth_cache.clear()
-        self._auth_cache[header] = ok
-        return ok
+        rendered = self._store.current
+        if rendered is None:
+            return _text(start_response, "503 Service Unavailable", "no snapshot yet\n")
+        gzipped = "gzip" in environ.get("HTTP_ACCEPT_ENCODING", "")
+        body, content_type = rendered.body(environ.get("HTTP_ACCEPT"), gzipped)
+        headers = [("Content-Type", content_type), ("Content-Length", str(len(body)))]
+        if gzipped:
+            headers.append(("Content-Encoding", "gzip"))
+        start_response("200 OK", headers)
+        return [body]
 
 
-def _text(start_response: StartResponse, status: str, body: str) -> list[bytes]:
+def _too_many(start_response: StartResponse) -> list[bytes]:
+    retry = [("Retry-After", "1")]
+    return _text(start_response, "503 Service Unavailable", "too many concurrent requests\n", retry)
+
+
+def _text(
+    start_response: StartResponse, status: str, body: str, extra: Headers | None = None
+) -> list[bytes]:
     data = body.encode()
-    start_response(
-        status, [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(data)))]
-    )
+    headers = [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(data)))]
+    start_response(status, headers + (extra or []))
     return [data]
 
 
-class _QuietHandler(WSGIRequestHandler):
+class _Handler(WSGIRequestHandler):
+    """Takes the app's request slot before reading the request, so a request waiting to
+    be read counts as running; health probes are answered either way."""
+
+    _release: Callable[[], None] | None = None
+
+    def handle(self) -> None:
+        app = self.server.get_app()  # type: ignore[attr-defined]
+        self._release = app.admit() if isinstance(app, ExporterApp) else None
+        try:
+            super().handle()
+        finally:
+            if self._release is not None:
+                self._release()
+
+    def get_environ(self) -> dict[str, Any]:
+        environ = super().get_environ()
+        environ[ADMITTED] = self._release is not None
+        return environ
+
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("%s %s", self.address_string(), format % args)
 
 
-class _ThreadingServer(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    ssl_context: ssl.SSLContext | None = None
-
-    def finish_request(self, request: Any, client_address: Any) -> None:
-        request.settimeout(REQUEST_TIMEOUT_S)  # a slow client cannot hold a thread forever
-        if self.ssl_context is None:
-            super().finish_request(request, client_address)
-            return
-        # The TLS handshake runs here, in the request's thread, not in the accept loop.
-        with self.ssl_context.wrap_socket(request, server_side=True) as tls:
-            super().finish_request(tls, client_address)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        logger.debug("request from %s failed", client_address, exc_info=True)  # noqa: LOG014
-
-
-class _ThreadingServer6(_ThreadingServer):
-    address_family = socket.AF_INET6
+class _Server(LimitedHTTPServer, WSGIServer):
+    """The limits of LimitedHTTPServer, the environ of WSGIServer."""
 
 
 class HttpServer:
@@ -154,18 +190,12 @@ class HttpServer:
         host: str,
         port: int,
         *,
-        certfile: str | None = None,
-        keyfile: str | None = None,
+        tls: ServerTls | None = None,
+        limits: ServerLimits | None = None,
     ) -> None:
-        server_class = _ThreadingServer6 if ":" in host else _ThreadingServer
-        self._server: _ThreadingServer = make_server(
-            host, port, app, server_class=server_class, handler_class=_QuietHandler
-        )
-        if certfile is not None:
-            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-            context.minimum_version = ssl.TLSVersion.TLSv1_2
-            context.load_cert_chain(certfile, keyfile)
-            self._server.ssl_context = context
+        limits = limits or ServerLimits(request_timeout=REQUEST_TIMEOUT_S)
+        self._server = _Server((host, port), _Handler, limits=limits, tls=tls)
+        self._server.set_app(app)
         self._thread: threading.Thread | None = None
 
     @property

@@ -1,7 +1,9 @@
 """The exporter's one typed settings object, built from flags and GUARDIAN_EXPORTER_* variables.
 
 Flags win over environment variables, which win over defaults. Only the wiring reads the
-environment; everything below receives this object.
+environment; everything below receives this object. A variable in a form Kubernetes
+injects for Services is not a setting: a Service named ``guardian-exporter`` sets
+``GUARDIAN_EXPORTER_PORT=tcp://10.0.0.11:9400``, which is skipped.
 """
 
 from __future__ import annotations
@@ -10,12 +12,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, Strict, ValidationError, field_validator, model_validator
 
 from exporter.adapters.podresources import DEFAULT_SOCKET
 from exporter.model.errors import ConfigError
 from guardian_common.config_types import Duration, StrictModel
 from guardian_common.grouping import DEFAULT_GROUP, GroupingError, GroupingOptions
+from guardian_common.service_links import is_service_link
 
 ENV_PREFIX = "GUARDIAN_EXPORTER_"
 
@@ -37,6 +40,8 @@ SOURCES: dict[str, tuple[str, str]] = {
         "tls_key_file",
         "basic_auth_users_file",
         "max_requests",
+        "auth_failures_per_minute",
+        "listen_backlog",
         "nvml_backoff_max",
         "kubernetes",
         "kubeconfig",
@@ -51,6 +56,10 @@ SOURCES: dict[str, tuple[str, str]] = {
 }
 # The Kubernetes downward API convention, as dcgm-exporter uses it.
 SOURCES["node_name"] = ("--node-name", "NODE_NAME")
+
+# Numbers from GUARDIAN_EXPORTER_* variables arrive as text ("9400"), so these fields
+# convert it; a flag arrives typed. (Settings read from files are strict.)
+FROM_TEXT = Strict(False)
 
 # GroupingOptions names the seed's options; map them back to our settings.
 _GROUPING_FIELDS = {
@@ -69,7 +78,7 @@ class ExporterSettings(StrictModel):
     """Scenario YAML of the simulated backend."""
     listen_address: str = "0.0.0.0"  # noqa: S104 - a node agent serves the Prometheus on the pod network
     """Address to listen on. All: Prometheus scrapes the pod from the pod network."""
-    port: Annotated[int, Field(ge=0, le=65535)] = 9400
+    port: Annotated[int, FROM_TEXT, Field(ge=0, le=65535)] = 9400
     """Port of /metrics (0: any free one). 9400: dcgm-exporter's, so dashboards carry over."""
     interval: Duration = 5.0
     """Seconds between collections. 5s: well under the usual 15-30s scrape interval, so
@@ -83,7 +92,7 @@ class ExporterSettings(StrictModel):
     """Kubernetes node name, the ``node`` label; $NODE_NAME (downward API), else hostname."""
     vgpu_config: Path | None = None
     """vGPU ratio file: default, per-model and per-UUID ratios."""
-    vgpu_ratio: Annotated[float, Field(gt=0)] = 1.0
+    vgpu_ratio: Annotated[float, FROM_TEXT, Field(gt=0)] = 1.0
     """Shares per GPU when there is no ratio file. 1: a GPU is one GPU."""
     tls_cert_file: Path | None = None
     """Serve HTTPS with this certificate (needs ``tls_key_file``); unset: plain HTTP."""
@@ -91,9 +100,17 @@ class ExporterSettings(StrictModel):
     """The certificate's private key."""
     basic_auth_users_file: Path | None = None
     """YAML ``basic_auth_users: {user: bcrypt hash}``; unset: no authentication."""
-    max_requests: Annotated[int, Field(ge=1)] = 10
+    max_requests: Annotated[int, FROM_TEXT, Field(ge=1)] = 10
     """Concurrent /metrics requests before answering 503. 10: a few Prometheus replicas
     and a person with curl, while a flood cannot exhaust the node agent's memory."""
+    auth_failures_per_minute: Annotated[int, FROM_TEXT, Field(ge=1)] = 10
+    """Failed logins one client (address, or IPv6 /64) may make per minute, in a burst;
+    beyond it 429 with Retry-After and no bcrypt runs. 10: a typo or a rotated password
+    is noticed at once, while guessing gets 10 tries a minute."""
+    listen_backlog: Annotated[int, FROM_TEXT, Field(ge=1, le=65535)] = 1024
+    """Connections the kernel queues before the server accepts them (capped by
+    net.core.somaxconn). 1024: hundreds of scrapers connecting at once are queued, not
+    dropped and retried seconds later."""
     nvml_backoff_max: Duration = 60.0
     """Longest wait in seconds between NVML re-initialisations after a failure. 1m: a
     restarted driver is found within a minute without retrying in a tight loop."""
@@ -166,7 +183,7 @@ def settings_from(
     for name, (flag, var) in SOURCES.items():
         if flags.get(name) is not None:
             values[name], origin[name] = flags[name], flag
-        elif env.get(var):
+        elif env.get(var) and not is_service_link(var, env[var]):
             values[name], origin[name] = env[var], f"{var} (environment)"
     values.setdefault("node_name", hostname)
     try:

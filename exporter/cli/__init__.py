@@ -40,6 +40,8 @@ _SERVE_FLAGS: tuple[tuple[str, type, str], ...] = (
     ("tls_key_file", Path, "the certificate's private key"),
     ("basic_auth_users_file", Path, "YAML file of basic_auth_users: {user: bcrypt hash}"),
     ("max_requests", int, "concurrent /metrics requests before answering 503 (default: 10)"),
+    ("auth_failures_per_minute", int, "failed logins a client may make a minute (default: 10)"),
+    ("listen_backlog", int, "connections queued before they are accepted (default: 1024)"),
     ("nvml_backoff_max", str, "longest wait between NVML re-initialisations (default: 1m)"),
     ("kubernetes", str, "pod names and labels from the API: auto, on or off (default: auto)"),
     ("kubeconfig", Path, "kubeconfig file (default: the pod's service account)"),
@@ -97,8 +99,9 @@ def _serve(args: argparse.Namespace) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: stop.set())
         return run(exporter, stop)
-    except ConfigError as exc:
-        print(f"guardian-exporter: configuration error: {exc}", file=sys.stderr)
+    except ConfigError as exc:  # one line per finding, control characters escaped
+        for line in str(exc).splitlines():
+            print(f"guardian-exporter: configuration error: {line}", file=sys.stderr)
         return EXIT_CONFIG
     except OSError as exc:  # e.g. the port is taken, or the TLS files cannot be read
         print(f"guardian-exporter: {exc}", file=sys.stderr)
@@ -124,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    configure_logging(args.log_level, args.log_format)
+    configure_logging(args.log_level or "INFO", args.log_format)
     if args.command == "serve":
         return _serve(args)
     return _attribute(args)

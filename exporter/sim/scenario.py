@@ -12,13 +12,20 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BeforeValidator, Field, ValidationError, model_validator
 
-from exporter.engine.yamlpos import line_of
 from exporter.model.errors import ConfigError
 from exporter.model.readings import ProcessKind
-from guardian_common.config_types import Duration, DurationOrZero, StrictModel
+from guardian_common.config_types import (
+    Duration,
+    DurationOrZero,
+    Float,
+    Int,
+    NotBool,
+    StrictModel,
+)
+from guardian_common.files import read_text
+from guardian_common.yamldoc import parse_yaml
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB|TiB|KB|MB|GB|TB)?\s*$")
 _UNITS = {
@@ -36,7 +43,9 @@ _UNITS = {
 
 
 def _bytes(value: Any) -> Any:
-    """Accept 85899345920, "80GiB" or "512 MiB"."""
+    """Accept 85899345920, "80GiB" or "512 MiB"; not ``true``."""
+    if isinstance(value, bool):
+        raise ValueError("must be a size in bytes or e.g. '80GiB', not a boolean")
     if isinstance(value, str):
         match = _SIZE.match(value)
         if match is None:
@@ -45,7 +54,7 @@ def _bytes(value: Any) -> Any:
     return value
 
 
-Bytes = Annotated[int, BeforeValidator(_bytes), Field(ge=0)]
+Bytes = Annotated[Int, BeforeValidator(_bytes), Field(ge=0)]
 
 
 class Field_(StrEnum):
@@ -72,25 +81,25 @@ class Gpu(StrictModel):
     memory_total: Bytes = 85899345920
     # Memory the driver and contexts use beyond what the processes report.
     memory_overhead: Bytes = 0
-    temperature_celsius: float = 35.0
-    idle_power_watts: float = 60.0
-    max_power_watts: float = 400.0
+    temperature_celsius: Float = 35.0
+    idle_power_watts: Float = 60.0
+    max_power_watts: Float = 400.0
     unsupported: tuple[Field_, ...] = ()
     mig_devices: tuple[MigDevice, ...] = ()
 
 
 class UtilStep(StrictModel):
     at: DurationOrZero
-    percent: float
+    percent: Float
 
 
 class Process(StrictModel):
-    pid: int = Field(gt=0)
+    pid: Int = Field(gt=0)
     gpu: str  # a GPU or MIG device UUID
     kind: ProcessKind = ProcessKind.COMPUTE
     memory: Bytes | None = None  # null: NVML reports "not available"
     # A constant percent, or steps: [{at: 0, percent: 80}, {at: 60, percent: 0}].
-    sm_percent: float | tuple[UtilStep, ...] = 0.0
+    sm_percent: Float | tuple[UtilStep, ...] = 0.0
     start: DurationOrZero = 0.0
     end: DurationOrZero | None = None
     pod_uid: str | None = None
@@ -129,12 +138,12 @@ class Fault(StrictModel):
 
 class Node(StrictModel):
     cgroup_driver: Literal["systemd", "cgroupfs"] = "systemd"
-    cgroup_version: Literal[1, 2] = 2
+    cgroup_version: Annotated[Literal[1, 2], NotBool] = 2
     runtime: Literal["containerd", "crio", "docker"] = "containerd"
 
 
 class Scenario(StrictModel):
-    version: Literal[1] = 1
+    version: Annotated[Literal[1], NotBool] = 1
     driver_version: str = "550.54.15"
     # How often the simulated driver takes a utilization sample.
     sample_period_seconds: Duration = 1.0
@@ -160,31 +169,21 @@ class Scenario(StrictModel):
 
 
 def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
+    doc = parse_yaml(text, source)
+    if not isinstance(doc.data, dict):
+        raise ConfigError("a scenario must be a YAML mapping", path=source, line=1)
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(
-            f"not valid YAML: {exc}", path=source, line=None if mark is None else mark.line + 1
-        ) from exc
-    if not isinstance(data, dict):
-        raise ConfigError("a scenario must be a YAML mapping", path=source)
-    try:
-        return Scenario.model_validate(data)
+        return Scenario.model_validate(doc.data)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = tuple(p for p in err["loc"] if isinstance(p, int | str))
-        raise ConfigError(
-            err["msg"],
-            path=source,
-            line=line_of(text, loc),
-            field=".".join(str(p) for p in loc) or None,
-        ) from exc
+        raise doc.error(str(err["msg"]).removeprefix("Value error, "), loc, _fields(loc)) from None
+
+
+def _fields(loc: tuple[int | str, ...]) -> str | None:
+    """``processes.1.end``, as the scenario docs name fields."""
+    return ".".join(str(p) for p in loc) or None
 
 
 def load_scenario(path: Path) -> Scenario:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read scenario: {exc.strerror}", path=str(path)) from exc
-    return parse_scenario(text, str(path))
+    return parse_scenario(read_text(path, what="scenario"), str(path))

@@ -1,4 +1,5 @@
-"""Instant queries against Prometheus or Thanos Query, over prometheus-api-client.
+"""Queries against Prometheus or Thanos Query, over prometheus-api-client: instant
+vectors for the rules, matrices (range selectors, ``query_range``) for for-state restore.
 
 The client's ``custom_query`` returns only ``data.result``: it drops the response's
 ``warnings`` (Thanos partial responses arrive as HTTP 200 with warnings) and folds every
@@ -8,6 +9,10 @@ and the whole body is read here. Statuses map to error types: 400 bad query and 
 execution errors are permanent, 503 (query timeout/overload), other 5xx, 429 and
 connection errors or timeouts are transient. 503 is never retried: Prometheus answers 503
 to a query that timed out, and running it again at once only adds load.
+
+Messages show the URL without its userinfo, and every error leaving the querier has its
+text (the server's or the HTTP library's) scrubbed of the endpoint's secrets; the
+library's exception is not chained (its text is in the message, scrubbed).
 """
 
 from __future__ import annotations
@@ -16,22 +21,28 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import requests
 from prometheus_api_client import PrometheusConnect
 from urllib3.exceptions import MaxRetryError, NewConnectionError, TimeoutError
 from urllib3.util.retry import Retry
 
-from guardian.adapters.http_client import CredentialError, credentials
+from guardian.adapters.http_credentials import (
+    CredentialError,
+    credentials,
+    secrets_of,
+    shown_url,
+)
 from guardian.model.http_client import HttpClientConfig
 from guardian.model.labels import LabelSet
-from guardian.model.query import PromSample, QueryResult
+from guardian.model.query import MatrixResult, PromSample, QueryResult, RangeSeries
 from guardian_common.errors import PermanentError, TransientError
 
 logger = logging.getLogger(__name__)
 
 QueryObserver = Callable[[str, float], None]  # (outcome, seconds)
+Answer = TypeVar("Answer", QueryResult, MatrixResult)
 
 
 @dataclass(frozen=True)
@@ -93,15 +104,19 @@ def _parse_value(pair: Any) -> float:
     return float(pair[1])
 
 
-def _parse(body: Any, thanos: bool) -> QueryResult:
+def _data(body: Any) -> tuple[Any, Any, tuple[str, ...]]:
+    """(resultType, result, warnings) of a successful response body."""
     if not isinstance(body, dict) or body.get("status") != "success":
         raise QueryFailedError(
             f"unexpected response body: {str(body)[:300]}", reason="bad_response"
         )
     data = body.get("data") or {}
-    kind = data.get("resultType")
-    result = data.get("result")
     warnings = tuple(str(w) for w in body.get("warnings") or ())
+    return data.get("resultType"), data.get("result"), warnings
+
+
+def _parse(body: Any, thanos: bool) -> QueryResult:
+    kind, result, warnings = _data(body)
     if kind == "vector":
         samples = tuple(
             PromSample(LabelSet(item.get("metric") or {}), _parse_value(item["value"]))
@@ -119,8 +134,23 @@ def _parse(body: Any, thanos: bool) -> QueryResult:
     return QueryResult(samples, warnings, partial=bool(warnings) and thanos)
 
 
+def _parse_matrix(body: Any, thanos: bool) -> MatrixResult:
+    kind, result, warnings = _data(body)
+    if kind != "matrix":
+        raise QueryRejectedError(f"query result is a {kind}, not a matrix", reason="bad_query")
+    series = tuple(
+        RangeSeries(
+            LabelSet(item.get("metric") or {}),
+            # The API gives seconds with millisecond precision; samples are whole ms.
+            tuple((round(float(t) * 1000), float(v)) for t, v in item.get("values") or ()),
+        )
+        for item in result or ()
+    )
+    return MatrixResult(series, warnings, partial=bool(warnings) and thanos)
+
+
 class PrometheusQuerier:
-    """Instant queries at a given evaluation timestamp. One instance per target."""
+    """Queries at a given evaluation timestamp. One instance per target."""
 
     def __init__(
         self,
@@ -133,6 +163,8 @@ class PrometheusQuerier:
         self.access = access
         self._observer = observer
         self._monotonic = monotonic
+        self._secrets = secrets_of(access.http)
+        self.shown_url = shown_url(access.http)
         # No status retries (a 503 is a query timeout); one quick connect retry only.
         retry = Retry(total=1, connect=1, read=0, status=0, other=0, backoff_factor=0)
         http = access.http
@@ -140,7 +172,7 @@ class PrometheusQuerier:
             url=http.url.rstrip("/"),
             headers=dict(http.headers) or None,
             retry=retry,
-            auth=credentials(http),
+            auth=credentials(http, self._secrets),
             session=session or _session(http),
             timeout=http.timeout,
             method=access.method,
@@ -150,35 +182,63 @@ class PrometheusQuerier:
         self._client.close()
 
     def params(self, expr: str, ts: float) -> dict[str, str]:
-        params = {"query": expr, "time": f"{ts:.3f}"}
+        return {"query": expr, "time": f"{ts:.3f}", **self._thanos_params()}
+
+    def _thanos_params(self) -> dict[str, str]:
         if self.access.thanos:
-            params["partial_response"] = "false"
-            params["dedup"] = "true"
-        return params
+            return {"partial_response": "false", "dedup": "true"}
+        return {}
 
     def query(self, expr: str, ts: float) -> QueryResult:
         """``expr`` at ``ts`` (unix seconds). Raises QueryFailedError/QueryRejectedError."""
+        params = self.params(expr, ts)
+        return self._observed(lambda: _parse(self._request("query", params), self.access.thanos))
+
+    def query_matrix(self, expr: str, ts: float) -> MatrixResult:
+        """A range selector (``metric[1h]``) at ``ts``: every series' raw samples in the
+        range. Staleness markers are not in the answer (PromQL drops them)."""
+        params = self.params(expr, ts)
+        return self._observed(
+            lambda: _parse_matrix(self._request("query", params), self.access.thanos)
+        )
+
+    def query_range(self, expr: str, start: float, end: float, step: float) -> MatrixResult:
+        """``expr`` at ``start``, ``start + step``, ... up to ``end`` (``/api/v1/query_range``)."""
+        params = {
+            "query": expr,
+            "start": f"{start:.3f}",
+            "end": f"{end:.3f}",
+            "step": f"{step:.3f}",
+            **self._thanos_params(),
+        }
+        return self._observed(
+            lambda: _parse_matrix(self._request("query_range", params), self.access.thanos)
+        )
+
+    def _observed(self, call: Callable[[], Answer]) -> Answer:
         started = self._monotonic()
         outcome = "error"
         try:
-            result = self._query(expr, ts)
+            result = call()
             outcome = "warnings" if result.warnings else "success"
             return result
         except (QueryFailedError, QueryRejectedError) as exc:
             outcome = exc.reason
+            exc.args = (self._secrets.scrub(str(exc)),)  # a server may echo a credential
             raise
         finally:
             if self._observer is not None:
                 self._observer(outcome, self._monotonic() - started)
 
-    def _query(self, expr: str, ts: float) -> QueryResult:
+    def _request(self, endpoint: str, params: dict[str, str]) -> Any:
+        """The JSON body of a 200 answer from ``/api/v1/<endpoint>``; errors as classes."""
         client = self._client
         # Same call custom_query makes, but keeping the whole response (see module doc).
         try:
             response = client._session.request(
                 method=client._method,
-                url=f"{client.url}/api/v1/query",
-                params=self.params(expr, ts),
+                url=f"{client.url}/api/v1/{endpoint}",
+                params=params,
                 verify=client._session.verify,
                 headers=client.headers,
                 auth=client.auth,
@@ -188,21 +248,22 @@ class PrometheusQuerier:
         except CredentialError as exc:
             raise QueryRejectedError(str(exc), reason="auth") from exc
         except requests.RequestException as exc:
+            detail = self._secrets.scrub(f"{type(exc).__name__}: {exc}")
             if _is_timeout(exc):
                 raise QueryFailedError(
-                    f"query timed out after {self.access.http.timeout}s: {exc}",
+                    f"query to {self.shown_url} timed out after {self.access.http.timeout}s: "
+                    f"{detail}",
                     reason="timeout",
-                ) from exc
+                ) from None
             raise QueryFailedError(
-                f"cannot reach {client.url}: {exc}", reason="connection"
-            ) from exc
+                f"cannot reach {self.shown_url}: {detail}", reason="connection"
+            ) from None
         status = response.status_code
         if status == 200:
             try:
-                body = response.json()
+                return response.json()
             except ValueError as exc:
                 raise QueryFailedError("response is not JSON", reason="bad_response") from exc
-            return _parse(body, self.access.thanos)
         error_type, error = _error_text(response)
         message = f"HTTP {status} {error_type}: {error}".strip()
         if status == 400:
@@ -221,6 +282,13 @@ class PrometheusQuerier:
         raise QueryRejectedError(message, reason="http_error")
 
     def metric_names(self) -> set[str]:
-        """Every metric name the target knows (for ``rules check``)."""
-        values = self._client.get_label_values("__name__")
+        """Every metric name the target knows (for ``rules check``). Raises
+        QueryFailedError, with the server's or the library's text scrubbed."""
+        try:
+            values = self._client.get_label_values("__name__")
+        except Exception as exc:  # the client library raises its own types and requests'
+            detail = self._secrets.scrub(f"{type(exc).__name__}: {exc}")
+            raise QueryFailedError(
+                f"cannot list metric names from {self.shown_url}: {detail}", reason="connection"
+            ) from None
         return {str(v) for v in values}

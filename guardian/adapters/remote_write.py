@@ -4,6 +4,8 @@ The receiver is Prometheus with ``--web.enable-remote-write-receiver`` (``/api/v
 Thanos Receive (``/api/v1/receive``). Errors follow the remote-write spec: 5xx and 429 may
 succeed later (:class:`TransientError`, with ``Retry-After`` as the delay hint); any other
 non-2xx answer means the data was refused and resending it cannot help (:class:`PermanentError`).
+Messages show the URL without userinfo and scrub every server or library text of the
+endpoint's secrets (see :mod:`guardian.adapters.http_credentials`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,12 @@ import cramjam
 import requests
 
 from guardian.adapters import _remote_write_pb2 as pb
-from guardian.adapters.http_client import CredentialError, credentials
+from guardian.adapters.http_credentials import (
+    CredentialError,
+    credentials,
+    secrets_of,
+    shown_url,
+)
 from guardian.model.http_client import HttpClientConfig
 from guardian.model.series import TimeSeries
 from guardian_common.errors import ConfigError, PermanentError, TransientError
@@ -96,9 +103,11 @@ class RemoteWriteClient:
                 field="remote_write.max_samples_per_request",
             )
         self.url = config.url
+        self.shown_url = shown_url(config)
+        self._secrets = secrets_of(config)
         self._timeout = config.timeout
         self._max_samples = max_samples_per_request
-        self._auth = credentials(config)
+        self._auth = credentials(config, self._secrets)
         self._verify = config.tls.verify
         self._cert = config.tls.cert
         self._headers = {
@@ -150,25 +159,31 @@ class RemoteWriteClient:
                     allow_redirects=False,
                 )
         except CredentialError as exc:
-            raise PermanentError(f"remote write to {self.url}: {exc}") from exc
-        except requests.Timeout as exc:
-            raise TransientError(
-                f"remote write to {self.url} timed out after {self._timeout}s: {exc}"
-            ) from exc
-        except requests.ConnectionError as exc:
-            raise TransientError(f"remote write to {self.url} failed to connect: {exc}") from exc
+            raise PermanentError(f"remote write to {self.shown_url}: {exc}") from exc
         except (requests.RequestException, OSError) as exc:
-            raise PermanentError(f"remote write to {self.url} failed: {exc}") from exc
+            raise self._request_error(exc) from None
 
         status = response.status_code
         if 200 <= status < 300:
-            logger.debug("remote write: %s series, %s samples to %s", len(batch), samples, self.url)
+            logger.debug(
+                "remote write: %s series, %s samples to %s", len(batch), samples, self.shown_url
+            )
             return
-        detail = response.text[:_BODY_IN_ERROR].strip()
-        message = f"remote write to {self.url} answered HTTP {status}: {detail}"
+        detail = self._secrets.scrub(response.text[:_BODY_IN_ERROR].strip())
+        message = f"remote write to {self.shown_url} answered HTTP {status}: {detail}"
         if status == 429 or status >= 500:
             raise TransientError(message, delay=_retry_after(response))
         raise PermanentError(message)
+
+    def _request_error(self, exc: Exception) -> TransientError | PermanentError:
+        """The error for a request that got no answer; the library's text scrubbed."""
+        where = f"remote write to {self.shown_url}"
+        detail = self._secrets.scrub(f"{type(exc).__name__}: {exc}")
+        if isinstance(exc, requests.Timeout):
+            return TransientError(f"{where} timed out after {self._timeout}s: {detail}")
+        if isinstance(exc, requests.ConnectionError):
+            return TransientError(f"{where} failed to connect: {detail}")
+        return PermanentError(f"{where} failed: {detail}")
 
 
 def _retry_after(response: requests.Response) -> float | None:

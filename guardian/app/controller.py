@@ -12,29 +12,41 @@ Order inside one group evaluation:
 
 With leader election on, only the leader notifies and acts; a replica that loses
 the lease stops the process (exit status 1) so that it cannot act on stale state.
+
+A config reload is checked whole before anything changes (``prepare_reload``): policies,
+the ladder's switches and Slack's settings then change in place; the outbox, the ledger
+and the episodes' threads stay.
 """
 
 from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
+from typing import Any
 
+from guardian.adapters.kube.credentials import api_access
+from guardian.adapters.ledger import Ledger
+from guardian.app.alertmanager.build import AlertmanagerParts, build_alertmanager
 from guardian.app.notify import SlackNotifier
 from guardian.app.notify.owner_context import OwnerLookup
+from guardian.app.notify.secrets import build_transport
 from guardian.app.remediation.build import (
     RemediationParts,
     build_remediation,
     engine_alerts,
     pipeline_group_names,
 )
+from guardian.app.remediation.clusters import served_clusters
 from guardian.app.remediation.metrics import RemediationMetrics
 from guardian.app.remediation.policy_files import load_policies
+from guardian.app.remediation.status import StatusReport, build_status
 from guardian.app.rules.runtime import RuleEngine, TransactionWriter
 from guardian.app.settings.config_file import Settings
+from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.model.alerts import GroupEvaluation
-from guardian_common.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
@@ -52,9 +64,14 @@ class ControllerParts:
     ) -> None:
         self.remediation: RemediationParts | None = None
         self.notifier: SlackNotifier | None = None
+        self.alertmanager: AlertmanagerParts | None = None
+        self.settings = settings
+        self._env = env
+        self._ledger: Ledger | None = None
         store = engine.store
         if store is None:
             return
+        self._ledger = Ledger.attach(store.db)
         if settings.remediation.enabled:
             self.remediation = build_remediation(
                 settings.remediation,
@@ -63,7 +80,14 @@ class ControllerParts:
                 pipeline_groups=pipeline_group_names(engine.groups),
                 metrics=RemediationMetrics(engine.metrics.registry),
                 ready=engine.ready,
+                default_cluster=settings.external_labels.get("cluster", ""),
+                # Through the engine's current querier (a reload may replace it).
+                source_clusters=served_clusters(lambda expr, ts: engine.query(expr, ts)),
+                env=env,
             )
+            # Credentials that load but cannot be used fail the start, in one line.
+            with api_access(self.remediation.rest.api_client):
+                self.remediation.loop.reader.namespace(settings.remediation.controller_namespace)
             engine.listeners.append(self.remediation.loop.on_evaluation)
         if settings.slack is not None and settings.slack.enabled:
             # Owner details and mentions need the cluster, which remediation reads anyway.
@@ -84,6 +108,20 @@ class ControllerParts:
             )
             engine.transaction_hooks.append(self._prepare)
             engine.listeners.append(self._after_evaluation)
+        self._wire_alertmanager(settings, engine)
+
+    def _wire_alertmanager(self, settings: Settings, engine: RuleEngine) -> None:
+        """Alerts out before the cycle runs, so it finds them in Alertmanager; silences in."""
+        am = build_alertmanager(
+            settings, engine, is_leader=self.is_leader, registry=engine.metrics.registry
+        )
+        self.alertmanager = am
+        if am is None:
+            return
+        if am.output is not None:
+            engine.listeners.insert(0, am.output.on_evaluation)
+        if self.remediation is not None:
+            self.remediation.loop.suppressions = am.gatherer
 
     def is_leader(self) -> bool:
         elector = self.remediation.elector if self.remediation is not None else None
@@ -106,24 +144,106 @@ class ControllerParts:
             self.remediation.start_leader_election(on_lost=on_leadership_lost)
         if self.notifier is not None:
             self.notifier.start()
+        if self.alertmanager is not None:
+            self.alertmanager.start()
 
-    def reload(self, settings: Settings) -> None:
-        """Pick up edited policy files; building new clients needs a restart."""
-        if self.remediation is None:
-            return
-        try:
-            policies = load_policies(settings.remediation.policy_files)
-        except ConfigError as exc:
-            logger.error("reload: keeping the running policies; the new ones are invalid:\n%s", exc)
-            return
-        self.remediation.loop.replace_policies(policies)
+    def prepare_reload(
+        self, settings: Settings, groups: Sequence[CompiledGroup]
+    ) -> Callable[[], None]:
+        """Check what ``settings`` (with the reloaded rule ``groups``) change here; returns
+        what applies it. Raises ConfigError (invalid policy files, no Slack token): then
+        nothing changes. Changes that need a restart are logged and left alone."""
+        steps: list[Callable[[], None]] = []
+        if self.remediation is not None:
+            steps.append(_prepare_remediation(self.remediation, settings, groups))
+        slack = settings.slack
+        changed = slack != self.settings.slack
+        if self.notifier is not None and slack is not None and slack.enabled and changed:
+            notifier = self.notifier
+            transport = build_transport(slack, self._env)
+            steps.append(lambda: notifier.reconfigure(slack, transport))
+        for name in _restart_only(self.settings, settings):
+            logger.warning("reload: %s changed; it applies after a restart", name)
+
+        def apply() -> None:
+            for step in steps:
+                step()
+            self.settings = settings
+
+        return apply
+
+    def status(self) -> dict[str, Any]:
+        """``guardian status`` as JSON: active alerts, pending ladder steps, reclaimed
+        workloads, from the state every replica reads."""
+        if self._ledger is None:
+            return StatusReport().to_json()
+        episodes = self.remediation.shared_episodes() if self.remediation is not None else None
+        return build_status(self._ledger, episodes).to_json()
 
     def close(self) -> None:
+        if self.alertmanager is not None:
+            self.alertmanager.close()
         if self.notifier is not None:
             self.notifier.stop()
         if self.remediation is not None:
             self.remediation.close()
 
 
+def _prepare_remediation(
+    parts: RemediationParts, settings: Settings, groups: Sequence[CompiledGroup]
+) -> Callable[[], None]:
+    r = settings.remediation
+    policies = load_policies(r.policy_files)
+    loop = parts.loop
+    planner = replace(
+        loop.planner,
+        dry_run=r.dry_run,
+        kill_switch=r.kill_switch,
+        max_actions_per_cycle=r.max_actions_per_cycle,
+        max_health_age=r.max_health_age,
+        pipeline_groups=pipeline_group_names(groups),
+    )
+
+    def apply() -> None:
+        loop.replace_policies(policies)
+        # Attribute swaps: a cycle runs with the old switches or the new, each whole.
+        loop.planner = planner
+        loop.cycle_interval = r.cycle_interval
+
+    return apply
+
+
 def _write_nothing(_conn: sqlite3.Connection) -> None:
     return None
+
+
+def _restart_only(old: Settings, new: Settings) -> list[str]:
+    """The changed settings that this process reads only at start."""
+    pairs: list[tuple[str, object, object]] = [
+        ("state_path", old.state_path, new.state_path),
+        ("listen_address", old.listen_address, new.listen_address),
+        ("slack (turning it on or off)", _slack_on(old), _slack_on(new)),
+        ("alertmanager", old.alertmanager, new.alertmanager),
+        ("alerts", old.alerts, new.alerts),
+    ]
+    if new.alertmanager is not None:  # what the alerts sent to Alertmanager carry
+        pairs += [
+            ("external_labels (for Alertmanager)", old.external_labels, new.external_labels),
+            ("external_url (for Alertmanager)", old.external_url, new.external_url),
+        ]
+    a, b = old.remediation, new.remediation
+    pairs += [
+        (f"remediation.{name}", getattr(a, name), getattr(b, name))
+        for name in (
+            "enabled",
+            "kubeconfig",
+            "api_timeout",
+            "controller_namespace",
+            "leader_election",
+        )
+    ]
+    return [name for name, before, after in pairs if before != after]
+
+
+def _slack_on(settings: Settings) -> bool:
+    return settings.slack is not None and settings.slack.enabled

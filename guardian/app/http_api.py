@@ -1,5 +1,14 @@
-"""The engine's HTTP endpoint: ``/api/v1/alerts`` (Prometheus's shape), ``/healthz``,
-``/readyz`` and ``/metrics``."""
+"""The engine's HTTP endpoint: ``/api/v1/alerts`` (Prometheus's shape), ``/api/v1/status``
+(``guardian status`` as JSON), ``/graph`` (where an alert's generatorURL points: the rules
+with that expression and their alerts), ``/healthz``, ``/readyz`` and ``/metrics``.
+
+One port for all. The API and /metrics need credentials when ``web:`` sets a users
+or token file (Prometheus scrapes with its ServiceMonitor's basic auth or bearer token);
+the probes never do. Connections are capped, each has one deadline, TLS is optional
+(:mod:`guardian_common.http_server`); failed logins are limited per client
+(:mod:`guardian_common.http_auth`). The manifests bind the pod IP and a NetworkPolicy
+admits only Prometheus and the namespace's own pods; see docs/deploy.md.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +16,26 @@ import json
 import logging
 import math
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from guardian.app.alertmanager.output import evaluated_expr
 from guardian.app.rules.runtime import ActiveAlert, RuleEngine
+from guardian.app.settings.web import WebSettings
 from guardian.model.times import rfc3339
+from guardian_common.http_auth import Authenticator, load_users
+from guardian_common.http_server import LimitedHTTPServer, ServerLimits, ServerTls
 
 logger = logging.getLogger(__name__)
+
+StatusSource = Callable[[], dict[str, Any]]
 
 
 def format_api_value(value: float) -> str:
@@ -48,9 +67,65 @@ def alert_json(item: ActiveAlert) -> dict[str, Any]:
     return out
 
 
+def graph_json(engine: RuleEngine, query: str) -> dict[str, Any]:
+    """``/graph?g0.expr=...``: the rules evaluating that expression, with their alerts."""
+    expr = (parse_qs(query).get("g0.expr") or [""])[0]
+    active = engine.active_alerts()
+    rules = [
+        {
+            "group": group.name,
+            "rule": rule.rule.name,
+            "labels": dict(rule.rule.labels),
+            "alerts": [
+                alert_json(a) for a in active if a.group == group.name and a.rule == rule.rule.name
+            ],
+        }
+        for group in engine.groups
+        for _key, rule in group.rules
+        if evaluated_expr(rule) == expr
+    ]
+    return {"status": "success", "data": {"expr": expr, "rules": rules}}
+
+
+@dataclass(frozen=True)
+class WebGuard:
+    """Who may call the endpoint and how much it serves at once."""
+
+    auth: Authenticator = field(default_factory=Authenticator)
+    tls: ServerTls | None = None
+    limits: ServerLimits = field(default_factory=ServerLimits)
+
+
+def web_guard(web: WebSettings) -> WebGuard:
+    """The guard ``web:`` asks for; ConfigError naming the field for a bad file."""
+    users = web.basic_auth_users_file
+    token = web.bearer_token_file
+    auth = Authenticator(
+        load_users(Path(users)) if users is not None else None,
+        bearer_token_file=Path(token) if token is not None else None,
+        failures_per_minute=web.auth_failures_per_minute,
+        realm="gpu-guardian",
+    )
+    tls = None
+    if web.tls_cert_file is not None and web.tls_key_file is not None:
+        tls = ServerTls(web.tls_cert_file, web.tls_key_file, field="web.tls_cert_file")
+    limits = ServerLimits(max_connections=web.max_connections, request_timeout=web.request_timeout)
+    return WebGuard(auth, tls, limits)
+
+
 class EngineHTTPServer:
-    def __init__(self, engine: RuleEngine, host: str, port: int) -> None:
+    def __init__(
+        self,
+        engine: RuleEngine,
+        host: str,
+        port: int,
+        guard: WebGuard | None = None,
+        *,
+        status: StatusSource | None = None,
+    ) -> None:
         self.engine = engine
+        self.guard = guard if guard is not None else WebGuard()
+        self.status = status
         server_self = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -60,8 +135,9 @@ class EngineHTTPServer:
             def do_GET(self) -> None:
                 server_self._handle(self)
 
-        self._server = ThreadingHTTPServer((host, port), Handler)
-        self._server.daemon_threads = True
+        self._server = LimitedHTTPServer(
+            (host, port), Handler, limits=self.guard.limits, tls=self.guard.tls
+        )
         self._thread: threading.Thread | None = None
 
     @property
@@ -69,8 +145,14 @@ class EngineHTTPServer:
         host, port = self._server.server_address[:2]
         return str(host), int(port)
 
+    @property
+    def scheme(self) -> str:
+        return "https" if self.guard.tls is not None else "http"
+
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="guardian-http", daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:
@@ -78,31 +160,62 @@ class EngineHTTPServer:
         self._server.server_close()
 
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
-        path = handler.path.split("?", 1)[0]
+        path, _, query = handler.path.partition("?")
         try:
-            if path == "/api/v1/alerts":
-                alerts = [alert_json(a) for a in self.engine.active_alerts()]
-                body = {"status": "success", "data": {"alerts": alerts}}
-                self._reply(handler, 200, json.dumps(body).encode(), "application/json")
-            elif path == "/healthz":
+            if path == "/healthz":
                 self._reply(handler, 200, b"ok\n", "text/plain")
             elif path == "/readyz":
                 ready = self.engine.ready()
                 text = b"ready\n" if ready else b"waiting for the first evaluation of every group\n"
                 self._reply(handler, 200 if ready else 503, text, "text/plain")
-            elif path == "/metrics":
-                data = generate_latest(self.engine.metrics.registry)
-                self._reply(handler, 200, data, CONTENT_TYPE_LATEST)
-            else:
-                self._reply(handler, 404, b"not found\n", "text/plain")
+            elif self._authorized(handler):
+                self._route(handler, path, query)
         except Exception:
             logger.exception("http: %s failed", path)
             self._reply(handler, 500, b"internal error\n", "text/plain")
 
+    def _authorized(self, handler: BaseHTTPRequestHandler) -> bool:
+        auth = self.guard.auth
+        verdict = auth.check(handler.headers.get("Authorization"), handler.client_address[0])
+        if verdict.allowed:
+            return True
+        if verdict.retry_after is not None:
+            headers = [("Retry-After", str(verdict.retry_after))]
+            self._reply(handler, 429, b"too many failed logins\n", "text/plain", headers)
+        else:
+            headers = [("WWW-Authenticate", c) for c in auth.challenges]
+            self._reply(handler, 401, b"unauthorized\n", "text/plain", headers)
+        return False
+
+    def _route(self, handler: BaseHTTPRequestHandler, path: str, query: str) -> None:
+        if path == "/api/v1/alerts":
+            alerts = [alert_json(a) for a in self.engine.active_alerts()]
+            body = {"status": "success", "data": {"alerts": alerts}}
+            self._reply(handler, 200, json.dumps(body).encode(), "application/json")
+        elif path == "/api/v1/status" and self.status is not None:
+            body = {"status": "success", "data": self.status()}
+            self._reply(handler, 200, json.dumps(body).encode(), "application/json")
+        elif path == "/graph":
+            graph = json.dumps(graph_json(self.engine, query)).encode()
+            self._reply(handler, 200, graph, "application/json")
+        elif path == "/metrics":
+            data = generate_latest(self.engine.metrics.registry)
+            self._reply(handler, 200, data, CONTENT_TYPE_LATEST)
+        else:
+            self._reply(handler, 404, b"not found\n", "text/plain")
+
     @staticmethod
-    def _reply(handler: BaseHTTPRequestHandler, status: int, body: bytes, ctype: str) -> None:
+    def _reply(
+        handler: BaseHTTPRequestHandler,
+        status: int,
+        body: bytes,
+        ctype: str,
+        headers: list[tuple[str, str]] | None = None,
+    ) -> None:
         handler.send_response(status)
         handler.send_header("Content-Type", ctype)
         handler.send_header("Content-Length", str(len(body)))
+        for name, value in headers or ():
+            handler.send_header(name, value)
         handler.end_headers()
         handler.wfile.write(body)

@@ -10,7 +10,8 @@ import argparse
 from collections.abc import Sequence
 
 from guardian.cli import commands
-from guardian.cli._common import EXIT_USAGE, package_version
+from guardian.cli._common import EXIT_USAGE, config_error, package_version
+from guardian_common.errors import ConfigError
 from guardian_common.logs import add_logging_arguments, configure_logging
 
 
@@ -21,7 +22,9 @@ def build_parser() -> argparse.ArgumentParser:
             "GPU Guardian: find idle and under-used GPUs in Kubernetes, alert, and reclaim them."
         ),
     )
-    add_logging_arguments(parser, package_version())
+    add_logging_arguments(
+        parser, package_version(), "INFO; WARNING for commands that print their own outcome"
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.register_all(subparsers)
     return parser
@@ -34,6 +37,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return EXIT_USAGE
-    configure_logging(args.log_level, args.log_format)
-    result: int = handler(args)
+    level = args.log_level or getattr(args, "quiet_log_level", "INFO")
+    configure_logging(level, args.log_format)
+    try:
+        result: int = handler(args)
+    except ConfigError as exc:  # any command: a bad file or flag exits 2 with one line each
+        return config_error(parser.prog, exc)
     return result

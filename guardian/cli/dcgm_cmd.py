@@ -19,7 +19,10 @@ from guardian.engine.dcgm_config import (
     sharing_from_device_plugin_config,
     warnings_for,
 )
+from guardian_common.errors import ConfigError
+from guardian_common.files import read_text
 from guardian_common.grouping import DEFAULT_GROUP, GroupingError, GroupingOptions
+from guardian_common.yamldoc import parse_yaml
 
 HELP = "generate dcgm-exporter and Prometheus configuration for the gpu_group label"
 
@@ -82,9 +85,10 @@ def _sharing(args: argparse.Namespace) -> frozenset[GpuSharing]:
     path: Path | None = args.device_plugin_config
     if path is not None:
         try:
-            document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise GroupingError(f"{path}: cannot read device plugin config: {exc}") from exc
+            text = read_text(path, what="device plugin config")
+            document = parse_yaml(text, str(path)).data or {}
+        except ConfigError as exc:  # one line, as every configuration error
+            raise GroupingError(str(exc)) from None
         if not isinstance(document, dict):
             raise GroupingError(f"{path}: device plugin config must be a mapping")
         found |= sharing_from_device_plugin_config(document)

@@ -8,10 +8,11 @@ import logging
 import os
 import sys
 
+from guardian.adapters.kube.credentials import KubeAccessError
 from guardian.app.http_api import format_api_value
 from guardian.app.rules.eval_once import EvalReport, evaluate_once, parse_eval_time
 from guardian.app.runner import EngineRunner
-from guardian.cli._common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, SubParsers
+from guardian.cli._common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, SubParsers, config_error
 from guardian.model.times import rfc3339
 from guardian_common.errors import ConfigError
 
@@ -74,8 +75,7 @@ def run_eval(args: argparse.Namespace) -> int:
     try:
         report = evaluate_once(args.config, os.environ, at)
     except ConfigError as exc:
-        print(f"guardian eval: invalid configuration:\n{exc}", file=sys.stderr)
-        return EXIT_FAILURE
+        return config_error("guardian eval", exc)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:
@@ -97,9 +97,11 @@ def run_engine(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         runner = EngineRunner(args.config, os.environ)
+    except KubeAccessError as exc:
+        print(f"guardian run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except ConfigError as exc:
-        print(f"guardian run: invalid configuration:\n{exc}", file=sys.stderr)
-        return EXIT_FAILURE
+        return config_error("guardian run", exc)
     except OSError as exc:  # e.g. the listen address is taken
         print(f"guardian run: cannot start: {exc}", file=sys.stderr)
         return EXIT_FAILURE

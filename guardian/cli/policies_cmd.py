@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from guardian.app.remediation.policy_files import check_report
-from guardian.cli._common import EXIT_FAILURE, EXIT_OK, SubParsers
+from guardian.cli._common import EXIT_FAILURE, EXIT_OK, SubParsers, config_error
 from guardian_common.errors import ConfigError
 
 
@@ -21,8 +21,7 @@ def run_check(args: argparse.Namespace) -> int:
     try:
         count, lines, problems = check_report(args.files)
     except ConfigError as exc:
-        print(exc, file=sys.stderr)
-        return EXIT_FAILURE
+        return config_error("guardian policies check", exc)
     for line in lines:
         print(line)
     for problem in problems:

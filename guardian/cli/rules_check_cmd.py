@@ -10,7 +10,7 @@ from guardian.adapters.prometheus import PrometheusAccess
 from guardian.app.rules.build import prometheus_access
 from guardian.app.rules.check import load_findings, missing_recorded_metrics
 from guardian.app.settings.config_file import load_settings
-from guardian.cli._common import EXIT_FAILURE, EXIT_OK, SubParsers
+from guardian.cli._common import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, SubParsers, config_error
 from guardian.model.http_client import HttpClientConfig
 from guardian_common.errors import ConfigError
 
@@ -39,15 +39,14 @@ def run_check(args: argparse.Namespace) -> int:
         try:
             access = prometheus_access(load_settings(args.config, os.environ))
         except ConfigError as exc:
-            print(f"guardian rules check: invalid configuration:\n{exc}", file=sys.stderr)
-            return EXIT_FAILURE
+            return config_error("guardian rules check", exc)
     if files and access is not None:
         findings.extend(missing_recorded_metrics(files, access))
     for finding in findings:
         print(finding)
     if findings:
         print(f"{len(findings)} problem(s) found", file=sys.stderr)
-        return EXIT_FAILURE
+        return EXIT_FAILURE if files else EXIT_CONFIG  # no files: they did not load
     groups = sum(len(f.groups) for f in files)
     rules = sum(len(g.rules) for f in files for g in f.groups)
     print(f"ok: {len(files)} file(s), {groups} group(s), {rules} rule(s)")

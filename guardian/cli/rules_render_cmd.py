@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from guardian.app.rules.check import load_findings
-from guardian.cli._common import EXIT_FAILURE, EXIT_OK, SubParsers
+from guardian.cli._common import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, SubParsers
 from guardian.engine.rules.render import (
     DEFAULT_NAME,
     PLACEHOLDERS,
@@ -63,7 +63,7 @@ def run_render(args: argparse.Namespace) -> int:
         for finding in findings:
             print(finding, file=sys.stderr)
         print(f"{len(findings)} problem(s) found; nothing rendered", file=sys.stderr)
-        return EXIT_FAILURE
+        return EXIT_CONFIG
     options = RenderOptions(
         format=args.format,
         name=args.name,

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from guardian.app.promtest import FileResult, Status, run_test_file
-from guardian.cli._common import EXIT_FAILURE, EXIT_OK, SubParsers
+from guardian.cli._common import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, SubParsers
 from guardian.sim.prometheus_server import PrometheusBinaries
 from guardian_common.errors import GuardianError
 
@@ -61,12 +61,16 @@ def run_tests(args: argparse.Namespace) -> int:
         return EXIT_FAILURE
     counts = dict.fromkeys(Status, 0)
     ok = True
+    unloadable = False
     for path in args.files:
         result = run_test_file(path, binaries)
         _report(result)
         ok = ok and result.ok
+        unloadable = unloadable or bool(result.errors)
         for group in result.groups:
             counts[group.status] += 1
     summary = ", ".join(f"{counts[s]} {s.value}" for s in Status)
     print(f"{sum(counts.values())} test group(s): {summary}")
+    if unloadable:  # a file (or its rule files) could not be loaded: a configuration error
+        return EXIT_CONFIG
     return EXIT_OK if ok else EXIT_FAILURE

@@ -228,6 +228,14 @@ class DemoStack:
                 f"policy {cfg.POLICY_NAME} in enforce mode, grace {cfg.GRACE_PERIOD_S}s",
             )
 
+    @property
+    def config_path(self) -> Path | None:
+        """A controller config (every replica's reads the same rules, Prometheus and
+        policy): what ``guardian simulate`` and ``report`` read at the end."""
+        if self.replicas is None or not self.replicas.specs:
+            return None
+        return self.replicas.config(next(iter(self.replicas.specs)))
+
     # ------------------------------------------------------------ stop
     def close(self, keep_workdir: bool) -> None:
         """Stop everything that was started, newest first. Never raises."""

@@ -2,7 +2,7 @@
 clients take, built once from the settings (or directly, by tests and ``guardian test``).
 
 Secrets are given as file paths where possible; the clients read them again for every
-request (see :mod:`guardian.adapters.http_client`), so a rotated Secret is picked up.
+request (see :mod:`guardian.adapters.http_credentials`), so a rotated Secret is picked up.
 Validation is the settings' job; this is plain data.
 """
 

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
-from guardian_common.config_types import DurationOrZero, StrictModel
+from guardian_common.config_types import Bool, DurationOrZero, Int, StrictModel
 
 API_VERSION = "gpu-guardian.io/v1alpha1"
 KIND = "ReclaimPolicy"
@@ -167,12 +167,12 @@ class Scope(StrictModel):
 class Ladder(StrictModel):
     """notify at once → annotate → wait ``gracePeriod`` after the notification → reclaim."""
 
-    notify: bool = True
-    annotate: bool = True
+    notify: Bool = True
+    annotate: Bool = True
     grace_period: DurationOrZero = Field(default=3600.0, alias="gracePeriod")
     """Seconds between the notification and the reclaim (0: at once). 1h: time for the
     owner to answer before their workload is scaled down."""
-    reclaim: bool = True
+    reclaim: Bool = True
 
     @model_validator(mode="after")
     def _warn_first(self) -> Ladder:
@@ -184,8 +184,8 @@ class Ladder(StrictModel):
 class Limits(StrictModel):
     """Blast-radius caps on reclaims (the disruptive step)."""
 
-    per_cycle: int = Field(default=5, ge=0, alias="perCycle")
-    per_namespace_per_hour: int = Field(default=10, ge=0, alias="perNamespacePerHour")
+    per_cycle: Int = Field(default=5, ge=0, alias="perCycle")
+    per_namespace_per_hour: Int = Field(default=10, ge=0, alias="perNamespacePerHour")
 
 
 class Exclusions(StrictModel):
@@ -194,7 +194,7 @@ class Exclusions(StrictModel):
 
 
 class PolicySpec(StrictModel):
-    priority: int = 0
+    priority: Int = 0
     mode: Mode = Mode.OBSERVE
     alerts: AlertMatch = AlertMatch()
     scope: Scope = Scope()
@@ -204,8 +204,12 @@ class PolicySpec(StrictModel):
     before it is acted on. 30m: as long as the shipped GpuIdle rule's window."""
     limits: Limits = Limits()
     hpa: HpaPolicy = HpaPolicy.REFUSE
-    allow_pod_deletion: bool = Field(default=False, alias="allowPodDeletion")
+    allow_pod_deletion: Bool = Field(default=False, alias="allowPodDeletion")
     exclusions: Exclusions = Exclusions()
+    respect_silences: Bool = Field(default=True, alias="respectSilences")
+    """Take no ladder step while the alert is silenced or inhibited in Alertmanager (or
+    Alertmanager cannot say): an on-call who silences GpuIdle expects nothing reclaimed.
+    Only with an ``alertmanager:`` section in the controller's config."""
 
 
 class PolicyMeta(StrictModel):

@@ -1,4 +1,4 @@
-"""What an instant query returned: samples plus the server's warnings."""
+"""What a query returned: samples (instant) or series (matrix), plus the server's warnings."""
 
 from __future__ import annotations
 
@@ -19,5 +19,23 @@ class QueryResult:
     library drops them); ``partial`` is set when a warning says stores were missing."""
 
     samples: tuple[PromSample, ...]
+    warnings: tuple[str, ...] = ()
+    partial: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RangeSeries:
+    """One series of a matrix answer: its labels and its samples ``(ms, value)``, oldest
+    first (raw samples for a range selector, one per step for ``query_range``)."""
+
+    labels: LabelSet
+    samples: tuple[tuple[int, float], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MatrixResult:
+    """A range-vector answer, with warnings and partiality as :class:`QueryResult`."""
+
+    series: tuple[RangeSeries, ...]
     warnings: tuple[str, ...] = ()
     partial: bool = False

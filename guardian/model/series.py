@@ -7,7 +7,7 @@ import math
 import re
 import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from guardian.model.alerts import AlertState
@@ -86,12 +86,14 @@ class ActiveAlertSample:
     """One pending or firing alert at one evaluation, as ``ALERTS`` reports it.
 
     ``labels`` is the alert's label set (it includes ``alertname``); ``active_at`` is when
-    the alert became pending, in unix seconds.
+    the alert became pending, in unix seconds. ``rule_labels`` are the rule's labels as
+    written, templates unexpanded: Prometheus builds ``ALERTS`` on top of them.
     """
 
     labels: Mapping[str, str]
     state: AlertState
     active_at: float
+    rule_labels: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.labels.get("alertname"):
@@ -101,6 +103,7 @@ class ActiveAlertSample:
         if not math.isfinite(self.active_at):
             raise ValueError(f"active_at must be a finite unix time, got {self.active_at!r}")
         object.__setattr__(self, "labels", MappingProxyType(dict(self.labels)))
+        object.__setattr__(self, "rule_labels", MappingProxyType(dict(self.rule_labels)))
 
     def __hash__(self) -> int:
         return hash((label_key(self.labels), self.state, self.active_at))

@@ -75,9 +75,18 @@ def _tail(path: Path) -> str:
 
 
 def backfill_openmetrics(
-    promtool: str, openmetrics: str | Path, data_dir: Path, *, timeout: float = 120.0
+    promtool: str,
+    openmetrics: str | Path,
+    data_dir: Path,
+    *,
+    timeout: float = 120.0,
+    max_block_duration: str | None = None,
 ) -> None:
-    """Write blocks for ``openmetrics`` (text, or a path to a file) into ``data_dir``."""
+    """Write blocks for ``openmetrics`` (text, or a path to a file) into ``data_dir``.
+
+    ``max_block_duration`` (e.g. ``"72h"``) lets promtool write fewer, longer blocks than
+    its default 2h ones: long histories then backfill and load in seconds.
+    """
     data_dir.mkdir(parents=True, exist_ok=True)
     if isinstance(openmetrics, Path):
         source = openmetrics
@@ -86,7 +95,15 @@ def backfill_openmetrics(
         source.write_text(openmetrics, encoding="utf-8")
     try:
         result = subprocess.run(  # noqa: S603 - fixed argv, no shell
-            [promtool, "tsdb", "create-blocks-from", "openmetrics", str(source), str(data_dir)],
+            [
+                promtool,
+                "tsdb",
+                "create-blocks-from",
+                "openmetrics",
+                *([f"--max-block-duration={max_block_duration}"] if max_block_duration else []),
+                str(source),
+                str(data_dir),
+            ],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -158,9 +175,12 @@ class PrometheusOptions:
     scrape_interval: str = "1m"
     scrape_configs: Sequence[Mapping[str, Any]] = ()
     external_labels: Mapping[str, str] = field(default_factory=dict)
+    alerting: Mapping[str, Any] | None = None  # the config's `alerting:` section, as is
     remote_write_receiver: bool = True
     extra_args: Sequence[str] = ()
     ready_timeout: float = 30.0
+    backfill_block_duration: str | None = None  # promtool's --max-block-duration
+    retention: str = "100y"
 
 
 def _write_config(options: PrometheusOptions, path: Path) -> None:
@@ -174,6 +194,8 @@ def _write_config(options: PrometheusOptions, path: Path) -> None:
     }
     if options.external_labels:
         config["global"]["external_labels"] = dict(options.external_labels)
+    if options.alerting is not None:
+        config["alerting"] = dict(options.alerting)
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
 
 
@@ -186,7 +208,7 @@ def _argv(
         f"--storage.tsdb.path={paths['data']}",
         # Retention counts back from the newest block, and backfilled history
         # may be years old: keep everything for the life of the process.
-        "--storage.tsdb.retention.time=100y",
+        f"--storage.tsdb.retention.time={options.retention}",
         f"--web.listen-address=127.0.0.1:{port}",
         "--web.enable-lifecycle",
         "--web.enable-admin-api",
@@ -236,7 +258,12 @@ def start_prometheus(
     }
     _write_config(options, paths["config"])
     if options.openmetrics is not None:
-        backfill_openmetrics(binaries.promtool, options.openmetrics, paths["data"])
+        backfill_openmetrics(
+            binaries.promtool,
+            options.openmetrics,
+            paths["data"],
+            max_block_duration=options.backfill_block_duration,
+        )
     last_error: PrometheusStartError | None = None
     for _ in range(attempts):
         port = free_loopback_port()

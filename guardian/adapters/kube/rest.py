@@ -4,6 +4,11 @@ The generated typed APIs send strategic merge patches for dict bodies (CRDs reje
 those with 415) and cover only built-in kinds; remediation needs merge patches on any
 kind and ``/scale`` on custom ones, so it speaks REST through the client's own
 transport, auth and TLS. API errors become PermanentError / TransientError subclasses.
+
+Their messages never show a credential: the client's token, password and proxy or server
+URL userinfo are scrubbed from every text that comes from the server or the library
+(a proxy or an apiserver in front may echo a header), and the library's exception is
+not chained.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from guardian_common.errors import PermanentError, TransientError
+from guardian_common.redact import Secrets
 
 logger = logging.getLogger(__name__)
 
@@ -50,14 +56,37 @@ class Unavailable(TransientError, KubeApiError):
     """429, 5xx, timeouts and connection failures: try again later."""
 
 
-def _error(status: int, body: bytes, method: str, path: str, retry_after: str | None) -> Exception:
+def client_secrets(api_client: Any) -> Secrets:
+    """The credentials of a ``kubernetes`` ApiClient's configuration as it is now (an
+    in-cluster token is re-read by the library, so this is asked at error time)."""
+    config = getattr(api_client, "configuration", None)
+    secrets = Secrets()
+    secrets.add_url_credentials(getattr(config, "host", None))
+    secrets.add_url_credentials(getattr(config, "proxy", None))
+    for value in (getattr(config, "api_key", None) or {}).values():
+        if isinstance(value, str):
+            secrets.add(value)
+            secrets.add(value.partition(" ")[2])  # "Bearer <token>"
+    username, password = getattr(config, "username", None), getattr(config, "password", None)
+    if isinstance(password, str) and password:
+        secrets.add_basic(username if isinstance(username, str) else "", password)
+    return secrets
+
+
+def _error(response: Any, method: str, path: str, secrets: Secrets) -> Exception:
+    """The typed error for a non-2xx ``response`` of ``method path``."""
+    status = int(response.status)
+    body: bytes = response.data or b""
+    retry_after = response.getheader("Retry-After")
     try:
         payload = json.loads(body or b"{}")
     except ValueError:
         payload = {}
+    if not isinstance(payload, dict):
+        payload = {}
     message = str(payload.get("message") or body[:200].decode("utf-8", "replace"))
     reason = str(payload.get("reason") or "")
-    text = f"{method} {path}: {status} {reason}: {message}"
+    text = secrets.scrub(f"{method} {path}: {status} {reason}: {message}")
     err: KubeApiError
     if status == 409:
         err = Conflict(text)
@@ -107,12 +136,11 @@ class KubeRest:
             )
             response.read()
         except Exception as exc:  # urllib3 and socket errors: the API may come back
-            raise Unavailable(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+            detail = client_secrets(client).scrub(f"cannot connect: {_root_cause(exc)}")
+            raise Unavailable(f"{method} {path}: {detail}") from None
         status = int(response.status)
         if not 200 <= status < 300:
-            raise _error(
-                status, response.data or b"", method, path, response.getheader("Retry-After")
-            )
+            raise _error(response, method, path, client_secrets(client))
         if not response.data:
             return {}
         result: Obj = json.loads(response.data)
@@ -139,6 +167,20 @@ class KubeRest:
     def delete(self, path: str, preconditions: Mapping[str, str]) -> Obj:
         body = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": dict(preconditions)}
         return self.request("DELETE", path, body=body)
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The innermost reason of a urllib3/socket failure, e.g. "Connection refused"."""
+    found: BaseException = exc
+    for _ in range(10):
+        reason = getattr(found, "reason", None)
+        nxt = reason if isinstance(reason, BaseException) else found.__cause__ or found.__context__
+        if nxt is None:
+            break
+        found = nxt
+    if isinstance(found, OSError) and found.strerror:
+        return str(found.strerror)
+    return " ".join(str(found).split()) or type(found).__name__
 
 
 def object_path(api_version: str, plural: str, namespace: str | None, name: str = "") -> str:

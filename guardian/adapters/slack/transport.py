@@ -6,7 +6,8 @@ its retries run out the 429 reaches the outbox queue, which waits ``Retry-After`
 that channel. No connection-error retry handler is installed on purpose: a reset after
 Slack accepted a post would re-post it blind. The outbox retries instead, after
 reconciling (see ``find``). Secrets (the token, a webhook URL) never reach a log line or
-an exception message: every error text passes through ``Secret.redact``.
+an exception message: every error text passes through ``Secrets.scrub``, which also
+knows a webhook URL's path (its secret part) on its own.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 from slack_sdk.webhook import WebhookClient
 
 from guardian_common.errors import PermanentError, TransientError
+from guardian_common.redact import RedactFilter, Secrets
+from guardian_common.redact import Secret as Secret  # the settings build one; re-exported
 
 logger = logging.getLogger(__name__)
 
@@ -39,44 +42,13 @@ _NO_HISTORY = frozenset(
 )
 
 
-class Secret:
-    """A token or webhook URL: ``str()`` and ``repr()`` never show it."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value.strip()
-
-    def reveal(self) -> str:
-        return self._value
-
-    def redact(self, text: str) -> str:
-        return text.replace(self._value, "[redacted]") if self._value else text
-
-    def __repr__(self) -> str:
-        return "Secret([redacted])"
-
-    __str__ = __repr__
-
-
-class _Redact(logging.Filter):
-    def __init__(self, secret: Secret) -> None:
-        super().__init__()
-        self._secret = secret
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = self._secret.redact(record.getMessage())
-        record.args = ()
-        return True
-
-
-def _sdk_logger(secret: Secret, name: str) -> logging.Logger:
+def _sdk_logger(secrets: Secrets, name: str) -> logging.Logger:
     """A logger for slack_sdk that scrubs the secret: WebhookClient logs its URL (the
     secret) at debug level. Unregistered, so the filter is ours alone; records still reach
     the handlers above this module's logger."""
     sdk = logging.Logger(f"{__name__}.{name}")  # noqa: LOG001 - private on purpose
     sdk.parent = logger
-    sdk.addFilter(_Redact(secret))
+    sdk.addFilter(RedactFilter(secrets))
     return sdk
 
 
@@ -140,13 +112,13 @@ class WebApiTransport:
         timeout: float = 30.0,
         rate_limit_retries: int = 1,
     ) -> None:
-        self._secret = token
+        self._secrets = Secrets(token)
         self._client = WebClient(
             token=token.reveal(),
             base_url=base_url,
             timeout=int(max(1, timeout)),
             retry_handlers=[RateLimitErrorRetryHandler(max_retry_count=rate_limit_retries)],
-            logger=_sdk_logger(token, "web"),
+            logger=_sdk_logger(self._secrets, "web"),
         )
 
     def _call(self, method: str, **kwargs: Any) -> Any:
@@ -155,7 +127,7 @@ class WebApiTransport:
         except SlackApiError as exc:
             raise self._classify(method, exc) from None
         except Exception as exc:
-            text = self._secret.redact(f"{type(exc).__name__}: {exc}")
+            text = self._secrets.scrub(f"{type(exc).__name__}: {exc}")
             raise Uncertain(f"{method}: {text}") from None
 
     def _classify(self, method: str, exc: SlackApiError) -> Exception:
@@ -164,7 +136,7 @@ class WebApiTransport:
         error = ""
         if isinstance(response.data, dict):
             error = str(response.data.get("error") or "")
-        text = self._secret.redact(f"{method}: HTTP {status} {error}".strip())
+        text = self._secrets.scrub(f"{method}: HTTP {status} {error}".strip())
         if status == 429 or error == "ratelimited":
             return RateLimited(text, delay=_retry_after(response.headers))
         if status >= 500 or error in _SERVER_ERRORS:
@@ -213,7 +185,7 @@ class WebApiTransport:
         except SlackApiError as exc:
             raise self._classify(method, exc) from None
         except Exception as exc:
-            raise Uncertain(self._secret.redact(f"{method}: {type(exc).__name__}: {exc}")) from None
+            raise Uncertain(self._secrets.scrub(f"{method}: {type(exc).__name__}: {exc}")) from None
 
 
 class WebhookTransport:
@@ -223,23 +195,23 @@ class WebhookTransport:
     can_update = False
 
     def __init__(self, url: Secret, *, timeout: float = 30.0, rate_limit_retries: int = 1) -> None:
-        self._secret = url
+        self._secrets = Secrets(url)
         self._client = WebhookClient(
             url.reveal(),
             timeout=int(max(1, timeout)),
             retry_handlers=[RateLimitErrorRetryHandler(max_retry_count=rate_limit_retries)],
-            logger=_sdk_logger(url, "webhook"),
+            logger=_sdk_logger(self._secrets, "webhook"),
         )
 
     def post(self, channel: str, payload: dict[str, Any], thread_ts: str | None) -> Sent:
         try:
             response = self._client.send_dict(dict(payload, unfurl_links=False))
         except Exception as exc:
-            raise Uncertain(self._secret.redact(f"webhook: {type(exc).__name__}: {exc}")) from None
+            raise Uncertain(self._secrets.scrub(f"webhook: {type(exc).__name__}: {exc}")) from None
         status, body = response.status_code, str(response.body or "")
         if status == 200:
             return Sent(None, None)
-        text = self._secret.redact(f"webhook: HTTP {status} {body[:100]}")
+        text = self._secrets.scrub(f"webhook: HTTP {status} {body[:100]}")
         if status == 429:
             return self._raise(RateLimited(text, delay=_retry_after(response.headers)))
         if status >= 500:

@@ -38,7 +38,7 @@ from guardian.app.notify.delivery import Deliverer
 from guardian.app.notify.gather import ContextLookup, Gatherer
 from guardian.app.notify.handover import Handover, ThreadHandover
 from guardian.app.notify.metrics import NotifierMetrics
-from guardian.app.notify.render import REMEDIATION_CURSOR, intake_rows
+from guardian.app.notify.payloads import REMEDIATION_CURSOR, intake_rows
 from guardian.app.notify.secrets import build_transport
 from guardian.app.settings.slack import SlackSettings
 from guardian.engine.notify.planner import (
@@ -69,6 +69,18 @@ def _write_nothing(_conn: sqlite3.Connection) -> None:
     return None
 
 
+def _planner_settings(settings: SlackSettings, transport: Transport) -> PlannerSettings:
+    return PlannerSettings(
+        rules=settings.finding_rules(),
+        routes=settings.routes(),
+        mute=settings.mute_windows(),
+        grouping=settings.grouping.enabled,
+        min_alerts=settings.grouping.min_alerts,
+        repeat_interval=settings.repeat_interval,
+        webhook=not transport.can_update,
+    )
+
+
 class SlackNotifier:
     def __init__(
         self,
@@ -86,15 +98,8 @@ class SlackNotifier:
         self._db = db
         self._clock = clock
         self._store = SlackStore(db)
-        self._planner = PlannerSettings(
-            rules=settings.finding_rules(),
-            routes=settings.routes(),
-            mute=settings.mute_windows(),
-            grouping=settings.grouping.enabled,
-            min_alerts=settings.grouping.min_alerts,
-            repeat_interval=settings.repeat_interval,
-            webhook=not transport.can_update,
-        )
+        self._context = context
+        self._planner = _planner_settings(settings, transport)
         self._gather = Gatherer(self._store, self._planner, context)
         self.metrics = NotifierMetrics(registry, self._store.depth)
         self._deliverer = Deliverer(
@@ -134,6 +139,18 @@ class SlackNotifier:
             handover=handover,
             may_send=may_send,
         )
+
+    def reconfigure(self, settings: SlackSettings, transport: Transport) -> None:
+        """Use edited settings (a config reload) from the next intake and delivery pass
+        on; the outbox and the episodes' threads stay as they are."""
+        planner = _planner_settings(settings, transport)
+        with self._intake, self._drain_lock:
+            self.settings = settings
+            self._planner = planner
+            self._gather = Gatherer(self._store, planner, self._context)
+            self._deliverer = Deliverer(
+                self._store, transport, self._clock, settings.delivery, self.metrics
+            )
 
     # -------------------------------------------------------------- intake
     @contextmanager

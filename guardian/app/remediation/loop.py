@@ -5,7 +5,10 @@ keeps each group's last evaluation health, and at most once per ``cycle_interval
 evaluation time it reads the cluster, plans (pure), and applies the plan. Just before
 each step it reads the workload again and re-plans it alone; a 409 does the same
 (step_runner.py). Every step and every new refusal goes to the ledger as a
-RemediationEvent.
+RemediationEvent. Alerts of another cluster, and alerts whose pod is not the pod read
+from the cluster, are refused before any workload is looked at (clusters.py). With
+Alertmanagers configured, each cycle first asks them which of its alerts are silenced or
+inhibited (``suppressions``; app/alertmanager/silence_gather.py).
 
 With a ``journal`` (every ``guardian run``), past steps come from the episode state
 shared in the cluster (journal.py), which a new leader reads on its first cycle; each
@@ -25,12 +28,14 @@ from guardian.adapters.kube.fence import NotLeader
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.kube.rest import NotFound
 from guardian.adapters.ledger import EpisodeState, Ledger
+from guardian.app.remediation.clusters import ClusterFilter
 from guardian.app.remediation.journal import EpisodeJournal, StepTaken
 from guardian.app.remediation.metrics import RemediationMetrics
 from guardian.app.remediation.reconcile import Reconciler
 from guardian.app.remediation.recording import StepRecorder
 from guardian.app.remediation.step_runner import Ready, StepRunner
 from guardian.engine.remediation import PlannerSettings, is_pipeline, plan
+from guardian.engine.remediation.scope import check_pods
 from guardian.model.alerts import GroupEvaluation
 from guardian.model.policies import Annotations, ReclaimPolicy
 from guardian.model.reclaim import (
@@ -49,9 +54,13 @@ from guardian.model.remediation_events import (
     StepOutcome,
     WorkloadRef,
 )
+from guardian.model.suppressions import NOT_CHECKED, Suppressions
 from guardian_common.errors import GuardianError
 
 logger = logging.getLogger(__name__)
+
+# The cycle's alerts in, Alertmanager's silences and inhibitions for them out.
+SuppressionSource = Callable[[Sequence[FiringAlert]], Suppressions]
 
 
 def group_health(evaluation: GroupEvaluation) -> GroupHealth:
@@ -79,6 +88,7 @@ class RemediationLoop:
         is_leader: Callable[[], bool] = lambda: True,
         journal: EpisodeJournal | None = None,
         ready: Callable[[], bool] = lambda: True,
+        clusters: ClusterFilter | None = None,
     ) -> None:
         self.policies = list(policies)
         self.reader = reader
@@ -94,7 +104,10 @@ class RemediationLoop:
         self.ready = ready
         self.recorder = StepRecorder(ledger, self.metrics, journal)
         self.reconciler = Reconciler(ledger, self.recorder, executor.events, journal)
+        self.clusters = clusters or ClusterFilter(metrics=self.metrics)
         self.health: dict[str, GroupHealth] = {}
+        self.suppressions: SuppressionSource = lambda _alerts: NOT_CHECKED
+        self.held: Suppressions = NOT_CHECKED  # this cycle's answer
         self.last_cycle: float | None = None
         self._lock = threading.Lock()
 
@@ -141,8 +154,11 @@ class RemediationLoop:
                 return None
         self.last_cycle = now
         self.metrics.cycles.inc()
-        alerts = self._relevant(self.alerts())
+        alerts, refused = self.clusters.split(self._relevant(self.alerts()), now)
+        self.held = self.suppressions(alerts)
         snapshot = self._snapshot(alerts, now)
+        alerts, mismatched = check_pods(alerts, snapshot)
+        self.clusters.record([*refused, *mismatched], now)
         self.reconciler.run(self._view(now), snapshot, now)
         result = self._plan(alerts, snapshot, now)
         self.recorder.waits(result.waits, now)
@@ -189,6 +205,7 @@ class RemediationLoop:
             now,
             health=self.health,
             settings=self.planner,
+            suppressions=self.held,
         )
 
     def _replan_one(
@@ -210,25 +227,22 @@ class RemediationLoop:
                 namespaces.pop(name, None)
             else:
                 namespaces[name] = found
-        alerts = self._relevant(self.alerts())  # the engine's alerts now, not at cycle start
-        mine = [
-            a
-            for a in alerts
-            if (
-                o := snapshot.pod_owners.get(
-                    (a.labels.get("namespace", ""), a.labels.get("pod", ""))
-                )
-            )
-            and o.root == ref
-        ] + [a for a in alerts if is_pipeline(a.labels)]
+        # The engine's alerts now, not at cycle start; their pods read again.
+        alerts = self.clusters.ours(self._relevant(self.alerts()))
+        mine = [a for a in alerts if (o := snapshot.pod_owners.get(_pod_of(a))) and o.root == ref]
+        owners = dict(snapshot.pod_owners)
+        owners.update({key: self.reader.resolve_pod(*key) for key in {_pod_of(a) for a in mine}})
         again = plan(
-            mine,
+            mine + [a for a in alerts if is_pipeline(a.labels)],
             self.policies,
-            dataclasses.replace(snapshot, workloads=workloads, namespaces=namespaces),
+            dataclasses.replace(
+                snapshot, workloads=workloads, namespaces=namespaces, pod_owners=owners
+            ),
             self._view(now),
             now,
             health=self.health,
             settings=self.planner,
+            suppressions=self.held,
         )
         for candidate in again.actions:
             if candidate.workload == ref:
@@ -300,3 +314,7 @@ class RemediationLoop:
                 logger.warning("could not end episode %s in the shared state: %s", episode, exc)
                 return
         logger.info("episode %s on %s closed: its alerts ended before a reclaim", episode, ref)
+
+
+def _pod_of(alert: FiringAlert) -> tuple[str, str]:
+    return alert.labels.get("namespace", ""), alert.labels.get("pod", "")

@@ -1,11 +1,11 @@
 """``guardian status``: active alerts, pending ladder steps with due times, reclaimed
-workloads with their restore commands. Read-only.
+workloads with their restore commands, alerts the loop refuses. Read-only.
 
 The ladder's part comes from the episode state every replica shares (in the cluster,
 adapters/kube/episode_store.py), so the answer does not depend on which replica gives
 it; the alerts from this replica's engine (every replica evaluates the same rules on the
 same slots). ``build_status`` without shared episodes reads one state database alone.
-"""
+Reading the cluster (shared episodes, ``--live``) is status_cluster.py's."""
 
 from __future__ import annotations
 
@@ -16,16 +16,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from guardian.adapters.kube.episode_store import EpisodeStore
 from guardian.adapters.kube.executor import restore_command
-from guardian.adapters.kube.rest import KubeRest
 from guardian.adapters.ledger import EpisodeState, Ledger
-from guardian.app.remediation.build import kube_api_client, shared_store
-from guardian.app.settings.remediation import RemediationSettings
-from guardian.model.remediation_events import LadderStep, RemediationEvent, StepOutcome
+from guardian.adapters.refused_alerts import RefusedAlertStore
+from guardian.engine.remediation.guards import cluster_wide_why, is_pipeline
+from guardian.model.labels import LabelSet
+from guardian.model.reclaim import FiringAlert
+from guardian.model.remediation_events import (
+    LadderStep,
+    RemediationEvent,
+    StepOutcome,
+    WorkloadRef,
+)
 from guardian.model.shared_episode import SharedEpisode
 from guardian.model.times import rfc3339
-from guardian_common.errors import GuardianError, PermanentError, TransientError
+from guardian_common.errors import PermanentError
 
 
 @dataclass
@@ -33,9 +38,22 @@ class StatusReport:
     alerts: list[dict[str, Any]] = field(default_factory=list)
     pending: list[dict[str, Any]] = field(default_factory=list)
     reclaimed: list[dict[str, Any]] = field(default_factory=list)
+    refused: list[dict[str, Any]] = field(default_factory=list)
+    holds: list[dict[str, Any]] = field(default_factory=list)
+    live: dict[str, Any] | None = None  # read from the cluster; None: not asked for
+    reclaimed_refs: list[WorkloadRef] = field(default_factory=list)  # as ``reclaimed``
 
     def to_json(self) -> dict[str, Any]:
-        return {"alerts": self.alerts, "pending": self.pending, "reclaimed": self.reclaimed}
+        out: dict[str, Any] = {
+            "alerts": self.alerts,
+            "pending": self.pending,
+            "reclaimed": self.reclaimed,
+            "refused": self.refused,
+            "holds": self.holds,
+        }
+        if self.live is not None:
+            out["live"] = self.live
+        return out
 
     def render(self) -> str:
         out = [f"Active alerts ({len(self.alerts)}):"]
@@ -46,6 +64,11 @@ class StatusReport:
                 f"  {a['state']:<8} {labels.get('alertname', '?'):<26} {where:<40} "
                 f"since {a['active_at']}"
             )
+        out.append(f"Remediation holds ({len(self.holds)}):")
+        for h in self.holds:
+            out.append(f"  {h['state']:<8} {h['alertname']:<26} {h['scope']}")
+            if h["why"]:
+                out.append(f"    {h['why']}")
         out.append(f"Pending ladder steps ({len(self.pending)}):")
         for p in self.pending:
             due = f"due {p['due']}" if p["due"] else "next cycle"
@@ -54,6 +77,16 @@ class StatusReport:
                 f"  {p['workload']:<48} next {p['next_step']:<8} {due}  policy {p['policy']}"
                 f"{mode}  last: {p['last']}"
             )
+        out.append(f"Alerts refused by the last cycle ({len(self.refused)}):")
+        for r in self.refused:
+            labels = r["labels"]
+            where = f"{labels.get('namespace', '-')}/{labels.get('pod', '-')}"
+            cluster = labels.get("cluster") or "(no cluster)"
+            out.append(
+                f"  {labels.get('alertname', '?'):<26} {where:<40} cluster {cluster:<12} "
+                f"since {r['since']}"
+            )
+            out.append(f"    {r['kind']}: {r['reason']}")
         out.append(f"Reclaimed workloads ({len(self.reclaimed)}):")
         for r in self.reclaimed:
             out.append(
@@ -61,6 +94,11 @@ class StatusReport:
                 f"original replicas {r['original_replicas']}"
             )
             out.append(f"    restore: {r['restore_command']}")
+            if "now" in r:
+                out.append(f"    now: {r['now']}")
+        if self.live is not None:
+            out.append(f"Cluster ({self.live['api']}):")
+            out.append(f"  kill switch: {self.live['kill_switch']}")
         return "\n".join(out)
 
 
@@ -84,6 +122,47 @@ def _alerts(ledger: Ledger) -> list[dict[str, Any]]:
     ]
 
 
+def _holds(alerts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Pipeline alerts hold the ladder: on their node, or, naming none, cluster-wide."""
+    holds = []
+    for a in alerts:
+        labels = a["labels"]
+        if not is_pipeline(labels):
+            continue
+        node = labels.get("node", "")
+        cluster = labels.get("cluster", "")
+        where = f" in cluster {cluster}" if cluster else ""
+        problem = FiringAlert(LabelSet(labels), 0.0, a["state"] == "firing")
+        holds.append(
+            {
+                "alertname": labels.get("alertname", "?"),
+                "state": a["state"],
+                "labels": labels,
+                "scope": f"node {node}{where}" if node else f"cluster-wide{where}",
+                "why": "" if node else cluster_wide_why(problem),
+            }
+        )
+    return holds
+
+
+def _refused(ledger: Ledger) -> list[dict[str, Any]]:
+    # The loop's table (adapters/refused_alerts.py); absent until remediation has run.
+    try:
+        rows = RefusedAlertStore(ledger.db).current()
+    except sqlite3.OperationalError:
+        return []
+    return [
+        {
+            "labels": row.labels.to_dict(),
+            "kind": row.refusal,
+            "reason": row.reason,
+            "since": rfc3339(row.since),
+            "last_seen": rfc3339(row.last_seen),
+        }
+        for row in rows
+    ]
+
+
 def _last(events: list[RemediationEvent]) -> RemediationEvent | None:
     return events[-1] if events else None
 
@@ -100,7 +179,7 @@ def _last_mark(e: SharedEpisode) -> str:
 
 def shared_status(episodes: Sequence[SharedEpisode], alerts: list[dict[str, Any]]) -> StatusReport:
     """The report from the shared episodes (and ``alerts`` as this replica's engine has them)."""
-    report = StatusReport(alerts=alerts)
+    report = StatusReport(alerts=alerts, holds=_holds(alerts))
     for e in episodes:
         if e.state is EpisodeState.OPEN:
             report.pending.append(
@@ -116,6 +195,7 @@ def shared_status(episodes: Sequence[SharedEpisode], alerts: list[dict[str, Any]
             )
         elif e.state is EpisodeState.RECLAIMED:
             mark = e.done(LadderStep.RECLAIM)
+            report.reclaimed_refs.append(e.workload)
             report.reclaimed.append(
                 {
                     "workload": str(e.workload),
@@ -131,9 +211,12 @@ def shared_status(episodes: Sequence[SharedEpisode], alerts: list[dict[str, Any]
 def build_status(ledger: Ledger, episodes: Sequence[SharedEpisode] | None = None) -> StatusReport:
     """The report from one state database; with ``episodes`` (RemediationParts.
     shared_episodes()), the ladder's part from the shared state instead, as on any replica."""
+    alerts = _alerts(ledger)
     if episodes is not None:
-        return shared_status(episodes, _alerts(ledger))
-    report = StatusReport(alerts=_alerts(ledger))
+        report = shared_status(episodes, alerts)
+        report.refused = _refused(ledger)
+        return report
+    report = StatusReport(alerts=alerts, refused=_refused(ledger), holds=_holds(alerts))
     for episode in ledger.episodes(EpisodeState.OPEN):
         events = ledger.events_for([episode.episode])
         last = _last(events)
@@ -157,6 +240,7 @@ def build_status(ledger: Ledger, episodes: Sequence[SharedEpisode] | None = None
         ]
         event = reclaim[-1] if reclaim else None
         ref = episode.workload
+        report.reclaimed_refs.append(ref)
         report.reclaimed.append(
             {
                 "workload": str(ref),
@@ -178,33 +262,3 @@ def read_status(path: str) -> StatusReport:
         return build_status(ledger)
     finally:
         ledger.close()
-
-
-def read_episodes(rest: KubeRest, settings: RemediationSettings) -> list[SharedEpisode]:
-    """Every shared episode, read now (on any replica, or from anywhere with a kubeconfig)."""
-    store: EpisodeStore = shared_store(rest, settings)
-    store.load()
-    return store.episodes()
-
-
-def read_cluster_status(settings: RemediationSettings, state: str | None) -> StatusReport:
-    """The report from the shared state in the cluster (``settings.kubeconfig``, else the
-    in-cluster account), with this replica's alerts if ``state`` exists."""
-    api_client = kube_api_client(settings.kubeconfig)
-    try:
-        episodes = read_episodes(KubeRest(api_client, timeout=settings.api_timeout), settings)
-    except GuardianError as exc:
-        raise TransientError(
-            f"cannot read the shared episode state in namespace "
-            f"{settings.controller_namespace}: {exc}"
-        ) from exc
-    finally:
-        api_client.close()
-    alerts: list[dict[str, Any]] = []
-    if state is not None and Path(state).exists():
-        ledger = Ledger.open(state)
-        try:
-            alerts = _alerts(ledger)
-        finally:
-            ledger.close()
-    return shared_status(episodes, alerts)

@@ -1,4 +1,5 @@
-"""Build the engine's parts from settings: rule files, query client, store, remote write."""
+"""Build the engine's parts from settings: rule files, query client, store, remote write,
+for-state restore."""
 
 from __future__ import annotations
 
@@ -8,30 +9,34 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from guardian.adapters.alert_store import AlertStore
-from guardian.adapters.http_client import check_tls_files
+from guardian.adapters.http_credentials import check_tls_files
 from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
+from guardian.adapters.prometheus_rules import PrometheusRulesReader
 from guardian.adapters.remote_write import RemoteWriteClient
 from guardian.app.config_files import parse_files
+from guardian.app.rules.for_state_gather import ForStateRestorer
 from guardian.app.rules.metrics import EngineMetrics
+from guardian.app.rules.remote_source import RulerSource
 from guardian.app.rules.runtime import RuleEngine
+from guardian.app.settings.clients import RemoteWriteSettings
 from guardian.app.settings.config_file import Settings
-from guardian.app.settings.http_client import RemoteWriteSettings
 from guardian.engine.rules.alerting import TemplateEnv
 from guardian.engine.rules.for_state import RestorePolicy
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.engine.rules.loader import parse_rule_file
 from guardian.model.rules import RuleFile
+from guardian_common.files import MAX_FILE_BYTES
 
 logger = logging.getLogger(__name__)
 
 
-def read_rule_files(paths: Sequence[str]) -> list[RuleFile]:
+def read_rule_files(paths: Sequence[str], max_bytes: int = MAX_FILE_BYTES) -> list[RuleFile]:
     """Parse every file; raise ConfigErrors with the findings of all of them."""
-    return parse_files(paths, parse_rule_file)
+    return parse_files(paths, parse_rule_file, max_bytes)
 
 
 def compile_groups(settings: Settings) -> list[CompiledGroup]:
-    files = read_rule_files(settings.expanded_rule_files())
+    files = read_rule_files(settings.expanded_rule_files(), settings.max_rule_file_bytes)
     return [
         CompiledGroup.compile(group, settings.evaluation_interval)
         for rule_file in files
@@ -52,6 +57,17 @@ def remote_write_client(rw: RemoteWriteSettings) -> RemoteWriteClient:
     return RemoteWriteClient(config)
 
 
+def ruler_source(settings: Settings) -> RulerSource | None:
+    """With ``alerts.source: prometheus``: the ruler the alerts are read from (``alerts.ruler``,
+    else the ``prometheus`` endpoint)."""
+    if settings.alerts.source != "prometheus":
+        return None
+    endpoint = settings.alerts.ruler or settings.prometheus
+    config = endpoint.client_config()
+    check_tls_files(config, "alerts.ruler" if settings.alerts.ruler else "prometheus")
+    return RulerSource(PrometheusRulesReader(config))
+
+
 @dataclass
 class EngineParts:
     engine: RuleEngine
@@ -64,18 +80,30 @@ def build_engine(
     metrics: EngineMetrics | None = None,
     persistent: bool = True,
     monotonic: Callable[[], float] = time.monotonic,
+    clock: Callable[[], float] = time.time,
 ) -> EngineParts:
     """The engine for ``settings``. ``persistent=False`` (``guardian eval``) opens no store
-    and no remote write: nothing outside this process changes."""
+    and no remote write and restores nothing: nothing outside this process changes."""
     groups = compile_groups(settings)
     metrics = metrics or EngineMetrics()
     querier = PrometheusQuerier(
         prometheus_access(settings), observer=metrics.observe_query, monotonic=monotonic
     )
+    ruler = ruler_source(settings)  # the ruler writes its own ALERTS and keeps its for-state
+    if ruler is not None and settings.remote_write is not None:
+        logger.warning("alerts.source is prometheus: remote_write is not used (the ruler writes)")
     store = AlertStore.open(settings.state_path) if persistent else None
     remote = (
         remote_write_client(settings.remote_write)
-        if persistent and settings.remote_write is not None
+        if persistent and settings.remote_write is not None and ruler is None
+        else None
+    )
+    policy = RestorePolicy(settings.restore.for_grace_period, settings.restore.for_outage_tolerance)
+    restorer = (
+        ForStateRestorer(
+            querier, external_labels=settings.external_labels, policy=policy, metrics=metrics
+        )
+        if persistent and settings.restore.from_prometheus and ruler is None
         else None
     )
     engine = RuleEngine(
@@ -85,9 +113,10 @@ def build_engine(
         env=TemplateEnv(settings.external_labels, settings.external_url),
         store=store,
         remote_write=remote,
-        restore_policy=RestorePolicy(
-            settings.restore.for_grace_period, settings.restore.for_outage_tolerance
-        ),
+        restore_policy=policy,
+        for_state=restorer,
         monotonic=monotonic,
+        clock=clock,
+        evaluator=ruler,
     )
     return EngineParts(engine, querier)

@@ -7,16 +7,14 @@ recording rules were not deployed, or not yet evaluated).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
 from guardian.app.rules.build import read_rule_files
+from guardian.engine.promql import metric_names
 from guardian.model.rules import RuleFile
 from guardian_common.errors import ConfigError, ConfigErrors, GuardianError
-
-_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 
 
 @dataclass(frozen=True)
@@ -52,7 +50,7 @@ def recorded_metrics_used(files: Sequence[RuleFile]) -> list[tuple[str, int, str
     for rule_file in files:
         for group in rule_file.groups:
             for rule in group.alerting_rules:
-                names = sorted(set(_NAME.findall(rule.expr)) & recorded)
+                names = sorted(metric_names(rule.expr) & recorded)
                 out.extend((rule_file.path, rule.line, rule.name, n) for n in names)
     return out
 
@@ -61,14 +59,12 @@ def missing_recorded_metrics(files: Sequence[RuleFile], access: PrometheusAccess
     uses = recorded_metrics_used(files)
     if not uses:
         return []
-    url = access.http.url
     querier = PrometheusQuerier(access)
+    url = querier.shown_url  # never with its userinfo
     try:
         known = querier.metric_names()
-    except (GuardianError, OSError, ValueError) as exc:
-        return [Finding(url, f"cannot list metric names: {exc}")]
-    except Exception as exc:
-        return [Finding(url, f"cannot list metric names: {exc}")]
+    except GuardianError as exc:
+        return [Finding(url, str(exc))]
     finally:
         querier.close()
     return [

@@ -71,6 +71,20 @@ class EngineMetrics:
             "Remote writes of ALERTS/ALERTS_FOR_STATE that failed.",
             registry=r,
         )
+        self.for_state_restores = Counter(
+            "guardian_rule_for_state_restores_total",
+            "Pending alerts at the for-state restore from ALERTS_FOR_STATE, by outcome "
+            "(elapsed, grace, shifted: restored; short_for, no_series, resolved, cache_newer: "
+            "not).",
+            ["outcome"],
+            registry=r,
+        )
+        self.for_state_restore_failures = Counter(
+            "guardian_rule_for_state_restore_failures_total",
+            "Attempts to read ALERTS_FOR_STATE back from Prometheus that failed.",
+            ["group"],
+            registry=r,
+        )
         for state in (AlertState.PENDING, AlertState.FIRING):
             self.alerts.labels(state.value).set(0)
 

@@ -6,6 +6,11 @@ transaction (SQL only), then remote-write ``ALERTS``/``ALERTS_FOR_STATE`` and ha
 transitions to listeners. A remote-write or listener failure is logged and counted and
 never changes alert state; a hook's failure fails the evaluation before anything is
 committed (the next one starts from the old state).
+
+For-state after a restart (``guardian/engine/rules/for_state.py``): the local cache is
+resumed before a group's first evaluation; the groups of the first load then restore
+from ``ALERTS_FOR_STATE`` in Prometheus after their second evaluation, before it is
+committed, and write no series until then, as Prometheus's ``Group.run``.
 """
 
 from __future__ import annotations
@@ -20,14 +25,16 @@ from dataclasses import dataclass, field
 
 from guardian.adapters.alert_store import AlertStore, StoredGroup
 from guardian.adapters.remote_write import RemoteWriteClient
+from guardian.app.rules.for_state_gather import MAX_ATTEMPTS, ForStateRestorer, PendingRestore
 from guardian.app.rules.metrics import EngineMetrics
 from guardian.engine.rules.alert_series import build_alert_series, stale_series
 from guardian.engine.rules.alerting import TemplateEnv
-from guardian.engine.rules.for_state import RestorePolicy, restore_for_state
-from guardian.engine.rules.group_eval import CompiledGroup, QueryFn, evaluate_group
+from guardian.engine.rules.for_state import RestorePolicy, restore_for_state, series_sample
+from guardian.engine.rules.group_eval import CompiledGroup, GroupState, QueryFn, evaluate_group
 from guardian.model.alerts import Alert, AlertState, GroupEvaluation
 from guardian.model.labels import LabelSet
-from guardian.model.series import ActiveAlertSample, TimeSeries
+from guardian.model.series import TimeSeries
+from guardian_common.errors import GuardianError, TransientError
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +45,11 @@ TransactionWriter = Callable[[sqlite3.Connection], None]
 # the state that produced them: entered before the transaction (gather and plan; may
 # read the network), its writer runs inside it, and it is left once it has ended.
 TransactionHook = Callable[[GroupEvaluation], AbstractContextManager[TransactionWriter]]
+# Instead of querying: the group's new state and evaluation from elsewhere (a ruler's
+# /api/v1/rules with alerts.source: prometheus, app/rules/remote_source.py).
+GroupEvaluator = Callable[
+    [CompiledGroup, GroupState, float], tuple[dict[str, dict[LabelSet, Alert]], GroupEvaluation]
+]
 
 
 @dataclass
@@ -46,6 +58,7 @@ class GroupRuntime:
     state: dict[str, dict[LabelSet, Alert]] = field(default_factory=dict)
     last_ts: float | None = None
     stored: StoredGroup | None = None  # awaiting for-state restoration at first evaluation
+    pending_restore: PendingRestore | None = None  # awaiting restore from Prometheus
     written: list[TimeSeries] = field(default_factory=list)
     # The state as last committed by this process: the store then writes only changes.
     persisted: dict[str, dict[LabelSet, Alert]] | None = None
@@ -72,10 +85,17 @@ class RuleEngine:
         store: AlertStore | None = None,
         remote_write: RemoteWriteClient | None = None,
         restore_policy: RestorePolicy | None = None,
+        for_state: ForStateRestorer | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.time,
+        may_write: Callable[[], bool] = lambda: True,
         listeners: Iterable[Listener] = (),
         transaction_hooks: Iterable[TransactionHook] = (),
+        evaluator: GroupEvaluator | None = None,
     ) -> None:
+        """``for_state``: restore from Prometheus (the groups given here, the first
+        load). ``clock``: the wall clock that restore uses, as Prometheus does.
+        ``may_write``: whether this replica remote-writes now (the leader only)."""
         self.query = query
         self.metrics = metrics or EngineMetrics()
         self.env = env or TemplateEnv({})
@@ -84,10 +104,17 @@ class RuleEngine:
         self.restore_policy = restore_policy or RestorePolicy()
         self.listeners = list(listeners)
         self.transaction_hooks = list(transaction_hooks)
+        self.for_state = for_state
+        self.may_write = may_write
+        self.evaluator = evaluator
         self._monotonic = monotonic
+        self._clock = clock
         self._groups: dict[str, GroupRuntime] = {}
         self._lock = threading.Lock()
         self.replace_groups(groups)
+        if for_state is not None:
+            for runtime in self._groups.values():
+                runtime.pending_restore = PendingRestore()
 
     # ------------------------------------------------------------------ groups
     @property
@@ -114,6 +141,7 @@ class RuleEngine:
                         runtime.persisted = None  # rules may have gone: rewrite the group
                         runtime.last_ts = previous.last_ts
                         runtime.stored = previous.stored
+                        runtime.pending_restore = previous.pending_restore
                         runtime.written = previous.written
                         runtime.evaluations = previous.evaluations
                         runtime.last = previous.last
@@ -136,6 +164,8 @@ class RuleEngine:
             with runtime.lock:
                 runtime.stored = stored
                 runtime.last_ts = stored.last_eval_ts
+                if runtime.pending_restore is not None:
+                    runtime.pending_restore.cache_down_at = stored.last_eval_ts
         return found
 
     # ------------------------------------------------------------------ evaluation
@@ -170,27 +200,69 @@ class RuleEngine:
         with runtime.lock:
             started = self._monotonic()
             self._restore(runtime, ts)
-            state, evaluation = evaluate_group(
-                runtime.compiled,
-                runtime.state,
-                ts,
-                self.query,
-                env=self.env,
-                monotonic=self._monotonic,
-            )
+            if self.evaluator is not None:
+                state, evaluation = self.evaluator(runtime.compiled, runtime.state, ts)
+            else:
+                state, evaluation = evaluate_group(
+                    runtime.compiled,
+                    runtime.state,
+                    ts,
+                    self.query,
+                    env=self.env,
+                    monotonic=self._monotonic,
+                )
+            restoring = persist and runtime.pending_restore is not None
+            if restoring:
+                state = self._restore_from_prometheus(runtime, state)
             if persist and self.store is not None:
                 self._save(runtime, ts, state, evaluation)
             runtime.state = state
             runtime.last_ts = ts
             runtime.evaluations += 1
             runtime.last = evaluation
-            if persist:
+            if persist and not restoring and self.may_write():
                 self._remote_write(runtime, ts)
             self.metrics.observe_group(evaluation, self._monotonic() - started)
         self._count_alerts()
         if persist:
             self._notify(evaluation)
         return evaluation
+
+    def _restore_from_prometheus(
+        self, runtime: GroupRuntime, state: dict[str, dict[LabelSet, Alert]]
+    ) -> dict[str, dict[LabelSet, Alert]]:
+        pending = runtime.pending_restore
+        if pending is None or self.for_state is None:
+            return state
+        pending.evaluations += 1
+        if pending.evaluations < 2:
+            return state  # as Prometheus: after the second evaluation
+        name = runtime.compiled.name
+        try:
+            state = self.for_state.restore(
+                runtime.compiled, state, now=self._clock(), cache_down_at=pending.cache_down_at
+            )
+        except Exception as exc:  # per group: a restore must never stop evaluations
+            pending.attempts += 1
+            self.metrics.for_state_restore_failures.labels(name).inc()
+            if isinstance(exc, TransientError) and pending.attempts < MAX_ATTEMPTS:
+                logger.warning(
+                    "group %s: cannot read ALERTS_FOR_STATE (%s); trying again after the "
+                    "next evaluation",
+                    name,
+                    exc,
+                )
+                return state
+            if not isinstance(exc, GuardianError):
+                logger.exception("group %s: for-state restore failed", name)
+            logger.error(
+                "group %s: for-state not restored from Prometheus (%s); pending alerts keep "
+                "what the local cache gave them, or start over",
+                name,
+                exc,
+            )
+        runtime.pending_restore = None
+        return state
 
     def _save(
         self,
@@ -221,9 +293,10 @@ class RuleEngine:
         if self.remote_write is None:
             return
         ts_ms = round(ts * 1000)
+        rules = dict(runtime.compiled.rules)
         active = [
-            ActiveAlertSample(alert.labels, alert.state, alert.active_at)
-            for rule_state in runtime.state.values()
+            series_sample(alert, rules[key].rule.labels if key in rules else {})
+            for key, rule_state in runtime.state.items()
             for alert in rule_state.values()
             if alert.is_active
         ]
@@ -279,6 +352,9 @@ class RuleEngine:
             return all(r.last is not None for r in self._groups.values())
 
     def close(self) -> None:
+        close_evaluator = getattr(self.evaluator, "close", None)
+        if close_evaluator is not None:
+            close_evaluator()
         if self.remote_write is not None:
             self.remote_write.close()
         if self.store is not None:

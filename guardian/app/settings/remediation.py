@@ -6,16 +6,20 @@ Safe by default: disabled, and dry-run even when enabled, so that a policy in
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from guardian_common.config_types import ConfigPath, Duration, StrictModel
+from guardian_common.config_types import Bool, ConfigPath, Duration, Int, StrictModel
+from guardian_common.durations import format_duration
+
+# client-go's leaderelection.JitterFactor: a retry waits up to 1.2 retry periods.
+JITTER_FACTOR = 1.2
 
 
 class LeaderElectionSettings(StrictModel):
     """A Kubernetes Lease, so that only one of several replicas acts. The timings are
     client-go's defaults, which every controller on the cluster already lives with."""
 
-    enabled: bool = True
+    enabled: Bool = True
     """On: two replicas must never both reclaim."""
     lease_name: str = "gpu-guardian"
     """Name of the Lease object."""
@@ -29,6 +33,34 @@ class LeaderElectionSettings(StrictModel):
     """Seconds the leader keeps trying to renew before it stops acting (10s)."""
     retry_period: Duration = 2.0
     """Seconds between attempts to acquire or renew (2s)."""
+
+    @model_validator(mode="after")
+    def _timing(self) -> LeaderElectionSettings:
+        """What client-go's NewLeaderElector requires: the leader stops acting (after
+        ``renew_deadline``) before another replica may take over (after
+        ``lease_duration``), and a jittered retry fits in the deadline. Otherwise two
+        replicas act at once."""
+        lease, renew, retry = (
+            round(s * 1e9) for s in (self.lease_duration, self.renew_deadline, self.retry_period)
+        )
+        show = format_duration
+        if lease % 1_000_000_000:
+            raise ValueError(
+                f"lease_duration must be whole seconds (the Lease stores seconds), "
+                f"got {show(self.lease_duration)}"
+            )
+        if lease <= renew:
+            raise ValueError(
+                f"lease_duration ({show(self.lease_duration)}) must be longer than "
+                f"renew_deadline ({show(self.renew_deadline)}), or a second replica can take "
+                "over while the first still acts"
+            )
+        if renew <= int(JITTER_FACTOR * retry):
+            raise ValueError(
+                f"renew_deadline ({show(self.renew_deadline)}) must be longer than "
+                f"{JITTER_FACTOR} x retry_period ({show(self.retry_period)})"
+            )
+        return self
 
 
 class SharedStateSettings(StrictModel):
@@ -45,26 +77,33 @@ class SharedStateSettings(StrictModel):
 
 
 class RemediationSettings(StrictModel):
-    enabled: bool = False
+    enabled: Bool = False
     """Run the remediation ladder at all. Off: alerting works without cluster write access."""
-    dry_run: bool = True
+    dry_run: Bool = True
     """Global: True changes nothing, whatever the policies say. On until an admin turns
     it off, so a policy in enforce mode is reviewed in the logs first."""
-    kill_switch: bool = False
+    kill_switch: Bool = False
     """Stops every action (so does the kill-switch annotation on the controller namespace)."""
     policy_files: list[ConfigPath] = Field(default_factory=list)
     """ReclaimPolicy file globs, relative to the config file."""
+    cluster: str | None = None
+    """This controller's cluster: the ``cluster`` label value of the alerts it acts on.
+    Unset: ``external_labels.cluster`` if set. A controller that knows neither acts only
+    while its query endpoint serves at most one cluster."""
     controller_namespace: str = "gpu-guardian"
     """Namespace the controller runs in (Lease, kill switch); the manifests' namespace."""
     kubeconfig: ConfigPath | None = None
-    """kubeconfig file; unset: the in-cluster service account."""
+    """kubeconfig file; unset: the in-cluster service account, else ``$KUBECONFIG``, else
+    ``~/.kube/config``."""
+    kube_context: str | None = None
+    """kubeconfig context to use; unset: the kubeconfig's current context."""
     api_timeout: Duration = 10.0
     """Seconds one Kubernetes API call may take. 10s: a healthy API server answers in
     well under a second; longer means it is overloaded, and the cycle moves on."""
     cycle_interval: Duration = 60.0
     """At most one ladder cycle per this many seconds of evaluation time (1m, as the
     default evaluation interval)."""
-    max_actions_per_cycle: int = Field(default=10, ge=0)
+    max_actions_per_cycle: Int = Field(default=10, ge=0)
     """Reclaims per cycle over all policies: a blast-radius cap if a rule misfires."""
     max_health_age: Duration = 300.0
     """Seconds after which a rule group's last evaluation is too old to act on. 5m: five

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, field_validator, model_validator
 
-from guardian.engine.notify.findings import FindingRules, PriceTable
+from guardian.app.settings.prices import PriceSettings
+from guardian.engine.notify.findings import FindingRules
 from guardian.engine.notify.routing import WEEKDAYS, MuteWindow, Routes
-from guardian_common.config_types import ConfigPath, Duration, StrictModel
+from guardian_common.config_types import Bool, ConfigPath, Duration, Int, StrictModel
+from guardian_common.redact import redact_url
 
 Meaning = Literal["peak_utilization", "peak_memory_ratio", "none"]
 _MEANINGS: dict[str, Meaning] = {
@@ -111,31 +113,18 @@ class MuteWindowSettings(StrictModel):
 
 
 class GroupingSettings(StrictModel):
-    enabled: bool = True
+    enabled: Bool = True
     """Fold many new alerts of one rule and namespace into one message, so a node
     failure does not flood a channel."""
-    min_alerts: int = Field(default=5, ge=2)
+    min_alerts: Int = Field(default=5, ge=2)
     """New alerts of one rule and namespace in one cycle that make a group. 5: fewer
     still read well as separate messages."""
-
-
-class PriceSettings(StrictModel):
-    """Price per GPU-hour. ``per_model`` keys match exactly, else as a substring of the
-    model name (longest wins); ``default`` prices unknown models (unset: no cost shown)."""
-
-    currency: str = "$"
-    """Symbol put before amounts."""
-    default: float | None = Field(default=None, ge=0)
-    """Price per GPU-hour of a model not in ``per_model``; unset: no cost is shown
-    rather than a guessed one."""
-    per_model: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
-    """Model name (or part of it) -> price per GPU-hour."""
 
 
 class DeliverySettings(StrictModel):
     post_interval: Duration = 1.1
     """Seconds between posts to one channel. 1.1s: Slack allows about one per second."""
-    rate_limit_retries: int = Field(default=1, ge=0, le=5)
+    rate_limit_retries: Int = Field(default=1, ge=0, le=5)
     """Retries of a 429 inside one call (after its Retry-After); later ones wait in the
     queue, so one rate-limited channel cannot hold the others up."""
     backoff_initial: Duration = 1.0
@@ -161,7 +150,7 @@ class DeliverySettings(StrictModel):
 
 
 class SlackSettings(StrictModel):
-    enabled: bool = True
+    enabled: Bool = True
     """Post at all; off keeps the section (and its validation) without posting."""
     mode: Literal["bot", "webhook"] = "bot"
     """"bot": chat.postMessage with threads and updates; "webhook": an incoming webhook,
@@ -186,7 +175,8 @@ class SlackSettings(StrictModel):
     mute: list[MuteWindowSettings] = Field(default_factory=list)
     """Windows in which nothing is posted (maintenance, nights)."""
     prices: PriceSettings = PriceSettings()
-    """GPU-hour prices for the cost shown in messages."""
+    """GPU-hour prices for the cost shown in messages. Prefer the top-level ``prices``
+    (shared with ``guardian report`` and ``simulate``); it is copied here when this is unset."""
     value_meaning: dict[str, Meaning] = Field(default_factory=lambda: dict(_MEANINGS))
     """Alert name -> what the alert's value is; the defaults match the shipped rules."""
     idle_windows: dict[str, Duration] = Field(
@@ -203,14 +193,13 @@ class SlackSettings(StrictModel):
     @classmethod
     def _url(cls, url: str) -> str:
         if not url.startswith(("http://", "https://")):
-            raise ValueError(f"api_url must start with http:// or https://, got {url!r}")
+            shown = redact_url(url)
+            raise ValueError(f"api_url must start with http:// or https://, got {shown!r}")
         return url if url.endswith("/") else url + "/"
 
     def finding_rules(self) -> FindingRules:
         return FindingRules(
-            prices=PriceTable(
-                dict(self.prices.per_model), self.prices.default, self.prices.currency
-            ),
+            prices=self.prices.table(),
             value_meaning=dict(self.value_meaning),
             idle_windows=dict(self.idle_windows),
             cluster_label=self.cluster_label,

@@ -39,6 +39,23 @@ def go_duration(ms: int) -> str:
     return format_duration(ms / 1000)
 
 
+def go_time_duration(ms: int) -> str:
+    """``time.Duration.String()`` for whole milliseconds: ``0s``, ``1.5s``, ``1h0m0s``."""
+    if ms == 0:
+        return "0s"
+    sign, ms = ("-", -ms) if ms < 0 else ("", ms)
+    if ms < 1000:
+        return f"{sign}{ms}ms"
+    hours, rest = divmod(ms, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    seconds = f"{rest // 1000}" + (f".{rest % 1000:03d}".rstrip("0") if rest % 1000 else "")
+    if hours:
+        return f"{sign}{hours}h{minutes}m{seconds}s"
+    if minutes:
+        return f"{sign}{minutes}m{seconds}s"
+    return f"{sign}{seconds}s"
+
+
 def go_quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
@@ -135,7 +152,8 @@ def compare_samples(
     expected: list[tuple[LabelItems, float]] = []
     for sample in case.exp_samples:
         try:
-            labels = parse_metric(sample.labels)
+            # ParseMetric: an omitted or blank description is the empty label set.
+            labels = parse_metric(sample.labels) if sample.labels.strip() else {}
         except NotationError as exc:
             return f"{head}, err: labels {go_quote(sample.labels)}: {exc}"
         expected.append((tuple(sorted(labels.items())), sample.value))

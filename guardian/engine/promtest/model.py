@@ -17,14 +17,17 @@ from guardian.engine.promtest.notation import (
     STALE,
     NotationError,
     Point,
+    Stale,
     parse_metric,
     parse_values,
 )
 from guardian_common.durations import parse_duration_ms
 from guardian_common.errors import ConfigError, ConfigErrors
-from guardian_common.yamldoc import Path, YamlDocument, parse_yaml
+from guardian_common.yamldoc import MergeOrder, Path, YamlDocument, mapping_pairs, parse_yaml
 
 DEFAULT_EVALUATION_INTERVAL_MS = 60_000
+# promtool decodes test files with yaml.v2: with merge keys, what comes later wins.
+MERGE_ORDER: MergeOrder = "document"
 
 
 @dataclass(frozen=True)
@@ -33,9 +36,14 @@ class InputSeries:
     points: tuple[Point, ...]
     line: int = 0
 
-    @property
-    def has_stale(self) -> bool:
-        return any(p is STALE for p in self.points)
+    def loaded(self, interval_ms: int) -> list[tuple[int, float | Stale]]:
+        """(timestamp ms, value) of each sample promtool 2.42 stores for this series.
+
+        With an ``interval`` of 0 every value lands at 0s and the database keeps the
+        first one (it drops later samples at the same timestamp).
+        """
+        points = [(i * interval_ms, p) for i, p in enumerate(self.points) if p is not None]
+        return points[:1] if interval_ms == 0 else points
 
 
 @dataclass(frozen=True)
@@ -85,7 +93,9 @@ class TestGroup:
 
     @property
     def uses_stale(self) -> bool:
-        return any(s.has_stale for s in self.input_series)
+        return any(
+            point is STALE for s in self.input_series for _, point in s.loaded(self.interval_ms)
+        )
 
 
 @dataclass(frozen=True)
@@ -106,7 +116,7 @@ def _plain_scalars(node: yaml.Node | None, path: Path, out: dict[Path, str]) -> 
     ``True: True``.
     """
     if isinstance(node, yaml.MappingNode):
-        for key_node, value in node.value:
+        for key_node, value in mapping_pairs(node, order=MERGE_ORDER):
             key = str(_SCALARS.construct_object(key_node))  # as yamldoc names the path
             if isinstance(key_node, yaml.ScalarNode) and key_node.style is None:
                 out[(*path, key, _KEY)] = key_node.value
@@ -173,7 +183,7 @@ class _Reader:
             return parse_duration_ms(str(value))
         except ValueError as exc:
             self.fail(str(exc), path)
-            return 0
+            return default or 0  # reported once: not again as "must be greater than 0"
 
     def string_map(self, value: Any, path: Path) -> dict[str, str]:
         if value is None:
@@ -181,6 +191,10 @@ class _Reader:
         if not isinstance(value, dict):
             self.fail("must be a mapping of names to strings", path)
             return {}
+        for key in value:
+            if (*path, key) in self.doc.merge_conflicts:
+                # yaml.v2's strict decoding refuses a map key set twice, merged or not.
+                self.fail(f"key {key!r} already set in map (through a merge key)", (*path, key))
         # Keys keep their text too: `on: yes` is the label "on", not "True".
         return {
             self.raw.get((*path, k, _KEY), str(k)): self.text(v, (*path, k))
@@ -225,7 +239,9 @@ def _alert_test(reader: _Reader, raw: Any, path: Path) -> AlertTestCase:
 
 
 def _sample_value(reader: _Reader, value: Any, path: Path) -> float:
-    if isinstance(value, bool) or value is None:
+    if value is None:
+        return 0.0  # an omitted value decodes as Go's zero float64
+    if isinstance(value, bool):
         reader.fail("value must be a number", path)
         return 0.0
     try:
@@ -266,11 +282,22 @@ _GROUP_FIELDS = {
 }
 
 
-def _group(reader: _Reader, raw: Any, path: Path, default_interval_ms: int) -> TestGroup:
+def _last_definitions(series: list[InputSeries | None]) -> tuple[InputSeries, ...]:
+    """One series per label set: promtool keys input series by labels, the last wins."""
+    by_labels: dict[tuple[tuple[str, str], ...], InputSeries] = {}
+    for item in series:
+        if item is not None:
+            key = tuple(sorted(item.labels.items()))
+            by_labels.pop(key, None)
+            by_labels[key] = item
+    return tuple(by_labels.values())
+
+
+def _group(reader: _Reader, raw: Any, path: Path) -> TestGroup:
     data = reader.mapping(raw, path, _GROUP_FIELDS, "testGroup")
-    interval = reader.duration_ms(data.get("interval"), (*path, "interval"), default_interval_ms)
-    if interval <= 0:
-        reader.fail("interval must be greater than 0", (*path, "interval"))
+    # promtool 2.42 does not default `interval` (2.49 defaults it to evaluation_interval):
+    # omitted, it is 0 and every input series loads as one sample at 0s.
+    interval = reader.duration_ms(data.get("interval"), (*path, "interval"), 0)
     series = [
         _series(reader, item, (*path, "input_series", i))
         for i, item in enumerate(reader.items(data.get("input_series"), (*path, "input_series")))
@@ -280,7 +307,7 @@ def _group(reader: _Reader, raw: Any, path: Path, default_interval_ms: int) -> T
     return TestGroup(
         name=reader.text(data.get("name"), (*path, "name")),
         interval_ms=interval,
-        input_series=tuple(s for s in series if s is not None),
+        input_series=_last_definitions(series),
         alert_tests=tuple(
             _alert_test(reader, item, (*alert_path, i))
             for i, item in enumerate(reader.items(data.get("alert_rule_test"), alert_path))
@@ -298,10 +325,10 @@ def _group(reader: _Reader, raw: Any, path: Path, default_interval_ms: int) -> T
 def parse_test_file(text: str, source: str) -> UnitTestFile:
     """Validate a promtool test file. Raises ConfigErrors with every finding."""
     try:
-        doc = parse_yaml(text, source)
+        doc = parse_yaml(text, source, MERGE_ORDER)
     except ConfigError as exc:
         raise ConfigErrors([exc]) from exc
-    reader = _Reader(doc, _plain_scalars(yaml.compose(text, Loader=yaml.SafeLoader), (), {}))
+    reader = _Reader(doc, _plain_scalars(doc.node, (), {}))
     top = reader.mapping(
         doc.data,
         (),
@@ -311,9 +338,8 @@ def parse_test_file(text: str, source: str) -> UnitTestFile:
     interval = reader.duration_ms(
         top.get("evaluation_interval"), ("evaluation_interval",), DEFAULT_EVALUATION_INTERVAL_MS
     )
-    if interval <= 0:
-        reader.fail("evaluation_interval must be greater than 0", ("evaluation_interval",))
-        interval = DEFAULT_EVALUATION_INTERVAL_MS
+    if interval == 0:
+        interval = DEFAULT_EVALUATION_INTERVAL_MS  # promtool: 0 means the default too
     rule_files = [
         reader.text(f, ("rule_files", i), required=True)
         for i, f in enumerate(reader.items(top.get("rule_files"), ("rule_files",)))
@@ -328,10 +354,8 @@ def parse_test_file(text: str, source: str) -> UnitTestFile:
             f"group name repeated in evaluation order: {', '.join(repeated)}",
             ("group_eval_order",),
         )
-    # promtool 2.42 requires `interval`; later versions default it to evaluation_interval,
-    # which is what an omitted interval means here.
     tests = tuple(
-        _group(reader, item, ("tests", i), interval)
+        _group(reader, item, ("tests", i))
         for i, item in enumerate(reader.items(top.get("tests"), ("tests",)))
     )
     if reader.errors:

@@ -18,8 +18,10 @@ from guardian.engine.remediation.guards import (
     exclusion_requested,
     is_pipeline,
     pipeline_reason,
+    pod_mismatch,
     read_error,
     restarted_by_hand,
+    silence_reason,
     warmup_reason,
 )
 from guardian.engine.remediation.matching import select_policy
@@ -38,6 +40,7 @@ from guardian.model.reclaim import (
     WorkloadState,
 )
 from guardian.model.remediation_events import LadderStep, WorkloadRef, episode_id
+from guardian.model.suppressions import NOT_CHECKED, Suppressions
 from guardian.model.times import parse_rfc3339, rfc3339
 
 
@@ -122,6 +125,7 @@ class _Planner:
         self.settings = settings
         self.pipeline_alerts = pipeline_alerts
         self.cycle = _Cycle()
+        self.suppressions: Suppressions = NOT_CHECKED  # set by plan(): Alertmanager's view
         self.actions: list[PlannedAction] = []
         self.waits: list[Wait] = []
         ns = snapshot.namespaces.get(snapshot.controller_namespace)
@@ -209,6 +213,7 @@ class _Planner:
                 self.now,
                 settings.max_health_age,
             )
+            or silence_reason(matched, self.suppressions, c.policy)
             or warmup_reason(c.ws, c.policy.spec.warmup, self.now)
         )
         if why is None and self.kill_switch:
@@ -324,6 +329,12 @@ def _by_root(
             unowned = f"pod {ns}/{pod}: {why}"
             planner.waits.append(Wait(None, unowned, alert_labels=alert.labels, refused=False))
             continue
+        mismatch = pod_mismatch(alert.labels, owner)
+        if mismatch is not None:
+            planner.waits.append(
+                Wait(None, f"pod {ns}/{pod}: {mismatch}", alert_labels=alert.labels)
+            )
+            continue
         roots[owner.root].append(alert)  # shared roots are deduplicated here
     return roots
 
@@ -350,11 +361,14 @@ def plan(
     *,
     health: Mapping[str, GroupHealth] | None = None,
     settings: PlannerSettings | None = None,
+    suppressions: Suppressions = NOT_CHECKED,
 ) -> Plan:
-    """The plan for this cycle. Only firing, non-pipeline alerts start or advance a ladder."""
+    """The plan for this cycle. Only firing, non-pipeline alerts start or advance a ladder;
+    ``suppressions`` (Alertmanager's silences) hold ladder steps, never a restore."""
     settings = settings or PlannerSettings()
     pipeline = [a for a in alerts if is_pipeline(a.labels)]
     planner = _Planner(policies, snapshot, ledger, now, health or {}, settings, pipeline)
+    planner.suppressions = suppressions
     planner.restores()
     firing = [a for a in alerts if a.firing and not is_pipeline(a.labels)]
     roots = _by_root(firing, snapshot, planner)

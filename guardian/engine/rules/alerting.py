@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from guardian.engine.promql import PromQLError, printed
 from guardian.engine.templates import (
     QuerySample,
     Template,
@@ -49,6 +50,16 @@ class TemplateEnv:
 MemoKey = tuple[LabelSet, float, TemplateEnv]
 
 
+def query_text(expr: str) -> str:
+    """The text to query for a rule's ``expr``: as Prometheus prints it (and so evaluates
+    it, ``r.vector.String()``), or as written if it does not parse (the loader refuses
+    such rules; a rule built in code may still carry one)."""
+    try:
+        return printed(expr)
+    except PromQLError:
+        return expr
+
+
 @dataclass(frozen=True)
 class CompiledAlertingRule:
     """A rule with its label and annotation templates parsed once.
@@ -56,10 +67,11 @@ class CompiledAlertingRule:
     A value without ``{{`` is kept as plain text: nothing to expand. Expansion is a pure
     function of the sample's labels and value (and the external labels), so its result
     is memoised from one evaluation to the next; templates that call ``query`` depend
-    on the database and are always expanded.
+    on the database and are always expanded. ``query`` is the expression as evaluated.
     """
 
     rule: AlertingRule
+    query: str
     labels: tuple[tuple[str, Template | str], ...]
     annotations: tuple[tuple[str, Template | str], ...]
     static: bool = False
@@ -79,7 +91,14 @@ class CompiledAlertingRule:
         labels, annotations = parse(rule.labels), parse(rule.annotations)
         templated = [p for _, p in labels + annotations if not isinstance(p, str)]
         uses_query = any("query" in t.text for t in templated)
-        return cls(rule, labels, annotations, static=not templated, memoisable=not uses_query)
+        return cls(
+            rule,
+            query_text(rule.expr),
+            labels,
+            annotations,
+            static=not templated,
+            memoisable=not uses_query,
+        )
 
 
 @dataclass(frozen=True)
@@ -108,13 +127,14 @@ def _alert_labels(
     return LabelSet(labels)
 
 
-def _expand_sample(
+def expand_sample(
     compiled: CompiledAlertingRule,
     sample: PromSample,
     env: TemplateEnv,
     query: TemplateQuery | None,
 ) -> tuple[LabelSet, LabelSet]:
-    """The alert labels and annotations one sample gives."""
+    """The alert labels and annotations one sample gives (public: a replay over history
+    expands annotations only where a transition needs them)."""
     if compiled.static:
         return _alert_labels(compiled, sample, None), LabelSet(compiled.rule.annotations)
     ctx = TemplateContext(
@@ -142,7 +162,7 @@ def _candidates(
         memo_key = (sample.labels, sample.value, env)
         expanded = memo.get(memo_key) if memo is not None else None
         if expanded is None:
-            expanded = _expand_sample(compiled, sample, env, query)
+            expanded = expand_sample(compiled, sample, env, query)
         fresh[memo_key] = expanded
         key, notes = expanded
         if key in out:

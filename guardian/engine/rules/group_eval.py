@@ -80,7 +80,7 @@ def evaluate_group(
         started = monotonic() if monotonic else 0.0
         answer: QueryResult | BaseException
         try:
-            answer = query(rule.rule.expr, ts)
+            answer = query(rule.query, ts)
         except Exception as exc:
             logger.warning("rule %s in group %s failed: %s", rule.rule.name, compiled.name, exc)
             answer = exc

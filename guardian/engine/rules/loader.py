@@ -1,8 +1,9 @@
 """Load Prometheus rule files: validate everything at load, with file, line and field.
 
 The checks are those of Prometheus 2.42's ``rulefmt`` (unknown fields, durations, label
-and annotation names, template parse errors, duplicate group names, recording rules with
-``for``/``keep_firing_for``/``annotations``), all collected so one run reports them all.
+and annotation names, PromQL and template parse errors, duplicate group names, recording
+rules with ``for``/``keep_firing_for``/``annotations``), all collected so one run reports
+them all.
 Text in, model out: reading files is the caller's job.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from guardian.engine.promql import PromQLError, parse_expr
 from guardian.engine.templates import TemplateParseError, parse_template
 from guardian.model.labels import is_valid_label_name, is_valid_metric_name
 from guardian.model.rules import AlertingRule, RecordingRule, Rule, RuleFile, RuleGroup
@@ -99,6 +101,14 @@ class _Checker:
             out[name] = text
         return out
 
+    def promql(self, text: str, path: Path) -> None:
+        if not text.strip():
+            return  # reported as empty already
+        try:
+            parse_expr(text)
+        except PromQLError as exc:
+            self.fail(f"could not parse expression: {exc}", path)
+
     def template(self, text: str, path: Path) -> None:
         if "{{" not in text:
             return
@@ -128,6 +138,7 @@ def _rule(checker: _Checker, raw: Any, path: Path) -> Rule | None:
     alert = checker.string(data.get("alert"), (*path, "alert"))
     record = checker.string(data.get("record"), (*path, "record"))
     expr = checker.string(data.get("expr"), (*path, "expr"), required=True) or ""
+    checker.promql(expr, (*path, "expr"))
     if alert is not None and record is not None:
         checker.fail("only one of 'record' and 'alert' must be set", path)
         return None

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-OUTCOMES = 10
+OUTCOMES = 11  # the nine of the live story, the failover, and the replay of its history
 
 
 def _alive(pid: int) -> bool:

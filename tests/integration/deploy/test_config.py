@@ -5,6 +5,7 @@ command lines as the real parsers read them."""
 from __future__ import annotations
 
 import posixpath
+import re
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +37,24 @@ def controller(build: Build) -> tuple[Obj, Obj]:
     return deployment, deployment["spec"]["template"]["spec"]["containers"][0]
 
 
+# What the kubelet puts into downward-API variables, for a sample pod.
+DOWNWARD = {"status.podIP": "10.244.3.7", "spec.nodeName": "gpu-node-1"}
+
+
 def env_of(container: Obj) -> dict[str, str]:
-    return {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
+    """The environment as the kubelet builds it: downward-API fields (sample values) and
+    ``$(VAR)`` references to variables defined earlier in the list expanded."""
+    env: dict[str, str] = {}
+    for item in container.get("env", []):
+        if "value" in item:
+            env[item["name"]] = re.sub(
+                r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
+                lambda m: env.get(m[1], m[0]),
+                item["value"],
+            )
+        elif "fieldRef" in item.get("valueFrom", {}):
+            env[item["name"]] = DOWNWARD[item["valueFrom"]["fieldRef"]["fieldPath"]]
+    return env
 
 
 def config_path(container: Obj) -> str:
@@ -73,7 +90,9 @@ def test_controller_config_is_valid(builds: dict[str, Build], name: str) -> None
     settings = parse_settings(
         yaml.safe_dump(data), f"/etc/gpu-guardian/config/{CONFIG_KEY}", others
     )
-    assert settings.listen_host_port[0] == "0.0.0.0"  # the probes and the scrape reach it
+    # The pod IP, where the probes and the scrape reach it, on the container port `http`.
+    port = next(p for p in controller(builds[name])[1]["ports"] if p["name"] == "http")
+    assert settings.listen_host_port == (DOWNWARD["status.podIP"], port["containerPort"])
     for key, model in SECTIONS.items():
         if key in sections:
             model.model_validate(sections[key])

@@ -5,6 +5,7 @@ schema and `promtool check rules`, the monitors against what they must select.""
 from __future__ import annotations
 
 import copy
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -200,15 +201,29 @@ def test_enforce_overlay_changes_only_what_enforcing_needs(builds: dict[str, Bui
         for o in objs:
             name = o["metadata"]["name"]
             if o["kind"] == "ConfigMap":
-                name = name.rsplit("-", 1)[0] if name != "gpu-guardian-dashboard" else name
+                name = re.sub(r"-[a-z0-9]{10}$", "", name)  # a name suffix hash, if any
             out[(o["kind"], name)] = o
         return out
 
     b, e = strip(base.objects), strip(enforce.objects)
     assert set(b) == set(e)
     changed = sorted(k for k in b if yaml.safe_dump(b[k]) != yaml.safe_dump(e[k]))
-    # The policies, and the controller that mounts them (new ConfigMap name) and turns dry-run off.
+    # The policies, and the controller, which turns dry-run off.
     assert changed == [
         ("ConfigMap", "gpu-guardian-policies"),
         ("Deployment", "gpu-guardian-controller"),
     ]
+
+
+def test_config_maps_keep_their_names_so_an_edit_reloads_instead_of_rolling(
+    builds: dict[str, Build],
+) -> None:
+    for build in builds.values():
+        names = {o["metadata"]["name"] for o in build.of_kind("ConfigMap")}
+        assert {"gpu-guardian-config", "gpu-guardian-rules", "gpu-guardian-policies"} <= names
+        volumes = build.one("Deployment", "gpu-guardian-controller")["spec"]["template"]["spec"]
+        mounted = {v["configMap"]["name"] for v in volumes["volumes"] if "configMap" in v}
+        assert mounted <= names, build.name
+        # subPath mounts never see an update; the reload needs whole-volume mounts.
+        (controller,) = volumes["containers"]
+        assert not [m for m in controller["volumeMounts"] if "subPath" in m], build.name

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from guardian.sim.prometheus_server import free_loopback_port
-from tests.helpers import prom_get
+from tests.helpers import prom_get, write_configmap_volume
 from tests.integration.engine.conftest import T0, openmetrics, series, write_rules
 
 pytestmark = pytest.mark.e2e
@@ -95,7 +95,7 @@ def test_eval_reports_failures_and_bad_config(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(f"prometheus:\n  url: http://x\n  timeot: 5s\nrule_files: [{rules}]\n")
     result = _run("eval", "--config", str(bad))
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert f"{bad}:3: prometheus.timeot: Extra inputs are not permitted" in result.stderr
 
 
@@ -107,7 +107,7 @@ def test_rules_check_reports_line_and_field_and_missing_recorded_metric(
         "groups:\n- name: g\n  rules:\n  - alert: A\n    expr: up\n    for: 5 minutes\n",
     )
     result = _run("rules", "check", str(bad))
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert f"{bad}:6: groups[0].rules[0].for: not a valid duration string" in result.stdout
 
     recorded = write_rules(
@@ -316,3 +316,66 @@ def test_signal_mid_cycle(
         assert committed == in_flight  # the cycle in flight was finished and stored
     else:
         assert committed < in_flight  # only the cycle in flight is lost
+
+
+def test_run_reloads_edited_configmap_files_without_a_signal(
+    prometheus: Any, tmp_path: Path, guardian_run: Any
+) -> None:
+    prom = prometheus()
+    port = free_loopback_port()
+    rules_dir, config_dir = tmp_path / "rules", tmp_path / "config"
+    write_configmap_volume(rules_dir, {"live.yaml": RUN_RULES})
+    good = "\n".join(
+        [
+            "prometheus:",
+            f"  url: {prom.url}",
+            "  timeout: 5s",
+            f"rule_files: ['{rules_dir}/*.yaml']",
+            f"state_path: {tmp_path / 'state.db'}",
+            f"listen_address: 127.0.0.1:{port}",
+            "reload: {poll_interval: 200ms}",
+        ]
+    )
+    write_configmap_volume(config_dir, {"guardian.yaml": good})
+    base = f"http://127.0.0.1:{port}"
+    process = guardian_run(config_dir / "guardian.yaml")
+
+    def names() -> list[str]:
+        return [a["labels"]["alertname"] for a in _alerts(base)]
+
+    def reload_ok() -> str:
+        metrics = _get(f"{base}/metrics")[1]
+        return next(
+            line.split()[1]
+            for line in metrics.splitlines()
+            if line.startswith("guardian_config_last_reload_successful ")
+        )
+
+    _wait(lambda: names() == ["Always"], "the first rule")
+    write_configmap_volume(rules_dir, {"live.yaml": RUN_RULES.replace("Always", "Renamed")})
+    _wait(lambda: names() == ["Renamed"], "the edited rule, without SIGHUP")
+    assert reload_ok() == "1.0"
+
+    write_configmap_volume(config_dir, {"guardian.yaml": good.replace("5s", "soon")})
+    _wait(lambda: reload_ok() == "0.0", "the invalid edit reported")
+    assert names() == ["Renamed"]
+    assert process.poll() is None
+
+    status = subprocess.run(
+        [*GUARDIAN, "status", "--url", base, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert status.returncode == 0, status.stderr
+    report = json.loads(status.stdout)
+    assert [a["labels"]["alertname"] for a in report["alerts"]] == ["Renamed"]
+    assert report["pending"] == report["reclaimed"] == []
+
+    write_configmap_volume(config_dir, {"guardian.yaml": good})
+    _wait(lambda: reload_ok() == "1.0", "the fixed config")
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=15) == 0
+    log = (tmp_path / "run0.log").read_text()
+    assert "prometheus.timeout" in log

@@ -163,7 +163,8 @@ def start_replicas(
         config["slack"]["delivery"] = {"post_interval": "200ms"}
         # Prometheus restores no alert whose `for` is shorter than the grace period (2.5 s
         # here, once compressed): keep it shorter so that GpuIdle's for-state is restored.
-        config["restore"] = {"for_grace_period": "1s", "for_outage_tolerance": "60s"}
+        # The tolerance is generous: a loaded machine's restarts must not count as an outage.
+        config["restore"] = {"for_grace_period": "1s", "for_outage_tolerance": "10m"}
         return config
 
     procs = ProcessGroup(tmp_path / "logs")

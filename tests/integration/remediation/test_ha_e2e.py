@@ -15,7 +15,6 @@ rule pack (compressed as the demo does) and enforcing policies.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -217,16 +216,8 @@ def test_failover_and_wiped_restarts_keep_the_ladder_and_its_slack_thread(
     # (ALERTS_FOR_STATE keeps whole seconds).
     now = active_at(replicas.url(replicas.leader() or other), IDLE_Y)
     assert now is not None
-    if not _restore_merged() and abs(now - before) >= 1.0:
-        pytest.xfail("for-state restore from ALERTS_FOR_STATE is #15a's; not merged here")
     assert abs(now - before) < 1.0, (now, before)
     wait_for("the replicas' status to agree, times too", lambda: same(times=True), 20)
-
-
-def _restore_merged() -> bool:
-    """#15a's restore from Prometheus is in the tree (remove with the xfail once merged)."""
-    names = ("guardian.app.rules.for_state", "guardian.app.rules.for_state_gather")
-    return any(importlib.util.find_spec(name) is not None for name in names)
 
 
 def _restore_by_hand(kube: FakeKubeAPI, gpu: Gpu) -> None:

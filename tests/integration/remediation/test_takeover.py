@@ -23,7 +23,8 @@ from guardian.app.remediation.journal import EpisodeJournal
 from guardian.app.remediation.leader import LeaseElector
 from guardian.app.remediation.loop import RemediationLoop
 from guardian.app.remediation.reconcile import FOUND_APPLIED, RESTORED_OUTSIDE
-from guardian.app.remediation.status import build_status, read_episodes
+from guardian.app.remediation.status import build_status
+from guardian.app.remediation.status_cluster import read_episodes
 from guardian.app.settings.remediation import RemediationSettings
 from guardian.cli import main as guardian_main
 from guardian.engine.remediation import PlannerSettings
@@ -87,7 +88,7 @@ def replica(rest: KubeRest, tmp_path: Path, name: str, alerts: list[FiringAlert]
 def seeded(kube: FakeKubeAPI) -> None:
     dep = kube.create(b.deployment("train", "ml", replicas=2))
     rs = kube.create(b.replicaset("train-x", "ml", owners=[b.owner_reference(dep)]))
-    kube.create(b.pod("train-1", "ml", owners=[b.owner_reference(rs)]))
+    kube.create(b.pod("train-1", "ml", node="n1", owners=[b.owner_reference(rs)]))
 
 
 def _successful_patches(kube: FakeKubeAPI) -> list[dict[str, Any]]:

@@ -228,6 +228,93 @@ def test_bad_files_are_reported_with_file_and_line(tmp_path: Path) -> None:
 
     result = _guardian_test(path, missing)
 
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert f"{path}:3: tests[0].intervl: field intervl not found in testGroup" in result.stderr
     assert f"{missing}: cannot read" in result.stderr
+
+
+def test_invalid_promql_is_refused_by_both_with_file_line_and_field(tmp_path: Path) -> None:
+    rules = """\
+    groups:
+      - name: g
+        rules:
+          - alert: Broken
+            expr: rate(m) > 0
+    """
+    tests = """\
+    rule_files: [rules/r.yaml]
+    tests:
+      - interval: 1m
+        input_series:
+          - series: m
+            values: 1x3
+    """
+    path = _write(tmp_path, rules, tests)
+
+    ours, theirs = _both(path)
+
+    assert ours.returncode != 0
+    rule_file = tmp_path / "rules" / "r.yaml"
+    assert (
+        f"{rule_file}:5: groups[0].rules[0].expr: could not parse expression: 1:6: parse error: "
+        'expected type range vector in call to function "rate", got instant vector'
+    ) in ours.stderr
+    assert "Traceback" not in ours.stderr
+    assert 'expected type range vector in call to function "rate"' in theirs.stderr
+
+
+def test_the_engine_loads_rule_files_with_merge_keys() -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "guardian",
+            "rules",
+            "check",
+            str(REPO / "rules" / "parity" / "rules" / "merge-keys.yaml"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO,
+        timeout=120,
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_query_over_promtools_sample_limit_fails_at_the_same_step(tmp_path: Path) -> None:
+    # promtool's test engine lets a query hold 10,000 samples: a week of minutes is
+    # more. The rule is fetched in range queries; the chunk that fails is asked step
+    # by step, so the error names the step promtool names.
+    rules = """\
+    groups:
+      - name: g
+        rules:
+          - alert: WeekQuiet
+            expr: max_over_time(m[1w]) == 0
+    """
+    tests = """\
+    rule_files: [rules/r.yaml]
+    evaluation_interval: 1h
+    tests:
+      - interval: 1m
+        input_series:
+          - series: m
+            values: 0x10100
+        alert_rule_test:
+          - eval_time: 8d
+            alertname: WeekQuiet
+            exp_alerts: [{}]
+    """
+    path = _write(tmp_path, rules, tests)
+
+    ours, theirs = _both(path)
+
+    line = (
+        "    rule: WeekQuiet, time: 167h0m0s, err: query processing would load too many "
+        "samples into memory in query execution"
+    )
+    assert line in theirs.stderr
+    assert line in ours.stderr

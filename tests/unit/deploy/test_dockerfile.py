@@ -113,6 +113,22 @@ TLS = {"GUARDIAN_EXPORTER_PORT": "9401", "GUARDIAN_EXPORTER_TLS_CERT_FILE": "/c"
             "http://127.0.0.1:9555/healthz",
         ),
         ([*CONTROLLER, "run"], {}, "http://127.0.0.1:9469/healthz"),
+        # The manifests bind the pod IP; with web.tls_cert_file the endpoint is HTTPS.
+        (
+            [*CONTROLLER, "run"],
+            {"GUARDIAN_LISTEN_ADDRESS": "10.1.2.3:9469"},
+            "http://10.1.2.3:9469/healthz",
+        ),
+        (
+            [*CONTROLLER, "run"],
+            {"GUARDIAN_LISTEN_ADDRESS": "fd00::7:9469"},
+            "http://[fd00::7]:9469/healthz",
+        ),
+        (
+            [*CONTROLLER, "run"],
+            {"GUARDIAN_LISTEN_ADDRESS": "[::]:9469", "GUARDIAN_WEB__TLS_CERT_FILE": "/c"},
+            "https://127.0.0.1:9469/healthz",
+        ),
         ([*CONTROLLER, "--help"], {}, None),
     ],
 )
@@ -127,3 +143,5 @@ def test_healthcheck_reads_the_controller_listen_address_from_its_config(tmp_pat
     config.write_text("listen_address: 0.0.0.0:9470\n", encoding="utf-8")
     argv = ["python", "/x/guardian", "run", "--config", str(config)]
     assert _healthcheck_module().target(argv, {}) == "http://127.0.0.1:9470/healthz"
+    config.write_text("listen_address: 0.0.0.0:9470\nweb: {tls_cert_file: c.pem}\n")
+    assert _healthcheck_module().target(argv, {}) == "https://127.0.0.1:9470/healthz"

@@ -9,9 +9,13 @@ import pytest
 from pydantic import Field, ValidationError
 
 from guardian_common.config_types import (
+    MAX_DURATION,
+    Bool,
     ConfigPath,
     Duration,
     DurationOrZero,
+    Float,
+    Int,
     RelativePath,
     StrictModel,
 )
@@ -160,3 +164,59 @@ def test_resolved_keeps_marked_values_and_absolute_paths() -> None:
 def test_resolved_without_paths_returns_the_same_object() -> None:
     timing = Timing()
     assert timing.resolved(Path("/x")) is timing
+
+
+class Scalars(StrictModel):
+    count: Int = 0
+    ratio: Float = 1.0
+    on: Bool = False
+
+
+@pytest.mark.parametrize(
+    ("field", "raw", "reason"),
+    [
+        ("count", True, "must be an integer, not a boolean (true)"),
+        ("count", "3", "must be an integer, not the string '3'"),
+        ("count", 3.0, "valid integer"),
+        ("ratio", False, "must be a number, not a boolean (false)"),
+        ("ratio", "0.5", "must be a number, not the string '0.5'"),
+        ("ratio", float("inf"), "finite number"),
+        ("on", "yes", "must be true or false, not the string 'yes'"),
+        ("on", 1, "valid boolean"),
+        ("on", "true", "must be true or false, not the string 'true'"),
+    ],
+)
+def test_strict_scalars_are_never_coerced(field: str, raw: object, reason: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        Scalars.model_validate({field: raw})
+    (error,) = info.value.errors()
+    assert error["loc"] == (field,)
+    assert reason in error["msg"]
+
+
+def test_strict_scalars_take_their_own_type() -> None:
+    scalars = Scalars.model_validate({"count": 3, "ratio": 2, "on": True})
+    assert (scalars.count, scalars.ratio, scalars.on) == (3, 2.0, True)
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ("99999999999999999y", "must be at most 100y, got 99999999999999999y"),
+        ("101y", "must be at most 100y"),
+        (1e300, "must be at most 100y"),
+        ("1e300", "not a valid duration string"),
+        (10**400, "valid number"),
+    ],
+)
+def test_durations_are_at_most_100_years(raw: object, reason: str) -> None:
+    # Refused at load: never an OverflowError in a timer or a date later.
+    with pytest.raises(ValidationError) as info:
+        Timing.model_validate({"timeout": raw, "delay": raw})
+    errors = info.value.errors()
+    assert [e["loc"] for e in errors] == [("timeout",), ("delay",)]
+    assert all(reason in e["msg"] for e in errors)
+
+
+def test_100_years_is_the_longest_duration() -> None:
+    assert Timing.model_validate({"timeout": "100y"}).timeout == MAX_DURATION

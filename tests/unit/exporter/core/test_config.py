@@ -7,11 +7,11 @@ from pathlib import Path
 import bcrypt
 import pytest
 
-from exporter.adapters.users import check_password, load_users
 from exporter.adapters.vgpu_config import load_vgpu_ratios
 from exporter.app.settings import settings_from
 from exporter.cli import build_parser, main
 from exporter.model.errors import ConfigError
+from guardian_common.http_auth import check_password, load_users
 
 NO_FLAGS: dict[str, object] = {}
 
@@ -146,4 +146,46 @@ def test_users_file(tmp_path: Path) -> None:
     assert not check_password(users["prom"], "wrong")
     path.write_text("basic_auth_users:\n  prom: plaintext\n")
     with pytest.raises(ConfigError, match=r"basic_auth_users\.prom: not a bcrypt hash"):
+        load_users(path)
+
+
+def test_kubernetes_service_variables_are_not_settings() -> None:
+    # A Service named guardian-exporter injects these into every pod of its namespace.
+    env = {
+        "GUARDIAN_EXPORTER_PORT": "tcp://10.0.0.12:9400",
+        "GUARDIAN_EXPORTER_SERVICE_HOST": "10.0.0.12",
+        "GUARDIAN_EXPORTER_SERVICE_PORT": "9400",
+        "GUARDIAN_EXPORTER_PORT_9400_TCP_ADDR": "10.0.0.12",
+    }
+    assert settings_from(NO_FLAGS, env, "h").port == 9400
+    assert settings_from(NO_FLAGS, {"GUARDIAN_EXPORTER_PORT": "9500"}, "h").port == 9500
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "reason"),
+    [
+        ("default: '2'\n", "default", "must be a number, not the string '2'"),
+        ("default: true\n", "default", "must be a number, not a boolean"),
+        ("models: {T4: 'x4'}\n", "models.T4", "not the string 'x4'"),
+    ],
+)
+def test_vgpu_ratios_are_numbers_not_text_or_booleans(
+    tmp_path: Path, text: str, field: str, reason: str
+) -> None:
+    path = tmp_path / "vgpu.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_vgpu_ratios(path)
+    assert (info.value.field, info.value.line) == (field, 1)
+    assert reason in info.value.reason
+
+
+def test_users_file_errors_name_line_and_user(tmp_path: Path) -> None:
+    path = tmp_path / "users.yaml"
+    path.write_text("basic_auth_users:\n  prom: 12345\n")
+    with pytest.raises(ConfigError) as info:
+        load_users(path)
+    assert str(info.value) == f"{path}:2: basic_auth_users.prom: the hash must be a string"
+    path.write_bytes(b"basic_auth_users:\n  caf\xe9: x\n")
+    with pytest.raises(ConfigError, match=r"users\.yaml:2: not UTF-8 text"):
         load_users(path)

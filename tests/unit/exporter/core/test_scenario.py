@@ -199,3 +199,22 @@ def test_scenario_cgroups_follow_the_node_layout() -> None:
     assert f"/kubepods/burstable/pod{POD}/{'c' * 64}" in text
     assert cgroups.read_cgroup(11) is not None  # a host process: no pod in its path
     assert cgroups.read_cgroup(999) is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "reason"),
+    [
+        ("memory_total: 16GiB", "memory_total: true", "gpus.0.memory_total", "not a boolean"),
+        ("pid: 10", "pid: '10'", "processes.0.pid", "not the string '10'"),
+        ("pid: 10", "pid: true", "processes.0.pid", "not a boolean"),
+        ("sm_percent: 50", "sm_percent: '50'", "processes.0.sm_percent", "'50'"),
+        ("version: 1", "version: true", "version", "not a boolean"),
+        ("version: 1", "version: 1\nnode: {cgroup_version: '2'}", "node.cgroup_version", "string"),
+    ],
+)
+def test_wrong_types_are_refused_not_coerced(old: str, new: str, field: str, reason: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_scenario(BASE.replace(old, new), "node.yaml")
+    assert info.value.field is not None
+    assert info.value.field.startswith(field)
+    assert reason in str(info.value)

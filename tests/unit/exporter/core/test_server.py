@@ -22,6 +22,8 @@ from exporter.app.collection import SnapshotStore
 from exporter.app.metrics import RenderedSnapshot
 from exporter.app.server import ExporterApp, HttpServer
 from exporter.model.snapshot import ExporterHealth, empty_snapshot
+from guardian_common.http_auth import Authenticator
+from guardian_common.http_server import ServerTls
 
 HEALTH = ExporterHealth(
     nvml_up=False, last_success_timestamp_seconds=None, stage_seconds=(), errors=()
@@ -38,8 +40,8 @@ def published() -> SnapshotStore:
 def serve() -> Iterator[Any]:
     servers: list[HttpServer] = []
 
-    def start(app: ExporterApp, **tls: str) -> str:
-        server = HttpServer(app, "127.0.0.1", 0, **tls)
+    def start(app: ExporterApp, tls: ServerTls | None = None) -> str:
+        server = HttpServer(app, "127.0.0.1", 0, tls=tls)
         server.start()
         servers.append(server)
         scheme = "https" if tls else "http"
@@ -114,7 +116,7 @@ def test_concurrent_scrapes_beyond_the_cap_get_503() -> None:
 
 def test_basic_auth(serve: Any, tmp_path: Path) -> None:
     users = {"prom": bcrypt.hashpw(b"s3cret", bcrypt.gensalt(rounds=4))}
-    url = serve(ExporterApp(published(), max_requests=2, users=users))
+    url = serve(ExporterApp(published(), max_requests=2, auth=Authenticator(users)))
 
     def auth(user: str, password: str) -> dict[str, str]:
         return {
@@ -144,7 +146,8 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def test_tls(serve: Any, certificate: tuple[Path, Path]) -> None:
     cert, key = certificate
-    url = serve(ExporterApp(published(), max_requests=2), certfile=str(cert), keyfile=str(key))
+    tls = ServerTls(cert, key, field="--tls-cert-file")
+    url = serve(ExporterApp(published(), max_requests=2), tls)
     context = ssl.create_default_context(cafile=str(cert))
     status, body = get(url + "/metrics", context=context)
     assert status == 200
@@ -154,3 +157,58 @@ def test_tls(serve: Any, certificate: tuple[Path, Path]) -> None:
     # A client that never finishes its handshake does not block other scrapes.
     with socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1]))):
         assert get(url + "/healthz", context=context)[0] == 200
+
+
+def get_with_headers(url: str, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    request = urllib.request.Request(url, headers=headers or {})  # noqa: S310 - loopback test URL
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+            return response.status, response.headers
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers
+
+
+def test_over_the_cap_503_with_retry_after_while_probes_still_answer(serve: Any) -> None:
+    store = published()
+    assert store.current is not None
+    original = store.current.body
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_body(accept: str | None, gzipped: bool = False) -> tuple[bytes, str]:
+        entered.set()
+        release.wait(10)
+        return original(accept, gzipped)
+
+    store.current.body = slow_body  # type: ignore[method-assign]
+    url = serve(ExporterApp(store, max_requests=1))
+    first: list[int] = []
+    scrape = threading.Thread(target=lambda: first.append(get(url + "/metrics")[0]))
+    scrape.start()
+    assert entered.wait(10)
+    status, headers = get_with_headers(url + "/metrics")
+    assert (status, headers["Retry-After"]) == (503, "1")
+    assert get(url + "/healthz")[0] == 200  # probes count against no cap
+    assert get(url + "/readyz")[0] == 200
+    release.set()
+    scrape.join(10)
+    assert first == [200]
+    store.current.body = original  # type: ignore[method-assign]
+    # Each finished response gave its slot back.
+    assert [get(url + "/metrics")[0] for _ in range(5)] == [200] * 5
+
+
+def test_failed_logins_get_429_with_retry_after(serve: Any) -> None:
+    users = {"prom": bcrypt.hashpw(b"s3cret", bcrypt.gensalt(rounds=4))}
+    auth = Authenticator(users, failures_per_minute=2)
+    url = serve(ExporterApp(published(), max_requests=4, auth=auth))
+
+    def basic(password: str) -> dict[str, str]:
+        return {"Authorization": "Basic " + base64.b64encode(f"prom:{password}".encode()).decode()}
+
+    assert get(url + "/metrics", basic("s3cret"))[0] == 200
+    assert [get(url + "/metrics", basic(f"guess{n}"))[0] for n in range(2)] == [401, 401]
+    status, headers = get_with_headers(url + "/metrics", basic("guess3"))
+    assert status == 429
+    assert int(headers["Retry-After"]) == 30  # 2 a minute: one more try in 30 s
+    assert get(url + "/metrics", basic("s3cret"))[0] == 200  # the scraper is not locked out
+    assert get(url + "/healthz")[0] == 200

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,101 @@ def test_unreadable_file_and_unmatched_glob(tmp_path: Path) -> None:
         str(tmp_path / "rules/a.yaml"),
         str(tmp_path / "rules/b.yaml"),
     ]
+
+
+LEASE = MINIMAL + "remediation:\n  leader_election: {{{}}}\n"
+
+
+@pytest.mark.parametrize(
+    ("timing", "reason"),
+    [
+        ("lease_duration: 5s, renew_deadline: 10s", "lease_duration (5s) must be longer than"),
+        ("lease_duration: 10s, renew_deadline: 10s", "must be longer than renew_deadline (10s)"),
+        ("renew_deadline: 2400ms, retry_period: 2s", "renew_deadline (2s400ms) must be longer"),
+        ("renew_deadline: 2s, retry_period: 2s", "than 1.2 x retry_period (2s)"),
+        ("lease_duration: 1500ms, renew_deadline: 1s, retry_period: 500ms", "whole seconds"),
+    ],
+)
+def test_lease_timing_is_what_client_go_requires(timing: str, reason: str) -> None:
+    # Otherwise two replicas act at once: measured ~2 s of two leaders with 5s/10s.
+    with pytest.raises(ConfigErrors) as info:
+        parse_settings(LEASE.format(timing), "c.yaml")
+    (error,) = info.value.errors
+    assert (error.line, error.field) == (5, "remediation.leader_election")
+    assert reason in error.reason
+
+
+@pytest.mark.parametrize(
+    "timing",
+    ["", "lease_duration: 15s, renew_deadline: 10s, retry_period: 2s", "renew_deadline: 2401ms"],
+)
+def test_valid_lease_timing(timing: str) -> None:
+    settings = parse_settings(LEASE.format(timing), "c.yaml")
+    assert settings.remediation.leader_election.lease_duration == 15.0
+
+
+@pytest.mark.parametrize(
+    ("section", "field", "reason"),
+    [
+        ("remediation: {max_actions_per_cycle: '3'}", "max_actions_per_cycle", "not the string"),
+        ("remediation: {max_actions_per_cycle: true}", "max_actions_per_cycle", "a boolean"),
+        ("remediation: {dry_run: 'no'}", "dry_run", "must be true or false"),
+        ("remediation: {enabled: 1}", "enabled", "valid boolean"),
+        ("prometheus: {url: 'http://p', thanos: 'yes'}", "thanos", "must be true or false"),
+    ],
+)
+def test_wrong_types_are_refused_not_coerced(section: str, field: str, reason: str) -> None:
+    prometheus = "" if section.startswith("prometheus") else "prometheus: {url: 'http://p'}\n"
+    text = f"{prometheus}rule_files: [a]\n{section}\n"
+    with pytest.raises(ConfigErrors) as info:
+        parse_settings(text, "c.yaml")
+    (error,) = info.value.errors
+    assert error.field is not None
+    assert error.field.endswith(field)
+    assert reason in error.reason
+
+
+@pytest.mark.parametrize("value", ["99999999999999999y", "101y", "1e400"])
+def test_overlong_durations_are_refused_at_load(value: str) -> None:
+    with pytest.raises(ConfigErrors) as info:
+        parse_settings(MINIMAL + f"evaluation_interval: {value}\n", "c.yaml")
+    assert info.value.errors[0].field == "evaluation_interval"
+
+
+def test_kubernetes_service_variables_are_not_overrides() -> None:
+    # A Service named guardian (and one named guardian-exporter) in the namespace.
+    env = {
+        "GUARDIAN_SERVICE_HOST": "10.0.0.11",
+        "GUARDIAN_SERVICE_PORT": "9469",
+        "GUARDIAN_SERVICE_PORT_HTTP": "9469",
+        "GUARDIAN_PORT": "tcp://10.0.0.11:9469",
+        "GUARDIAN_PORT_9469_TCP": "tcp://10.0.0.11:9469",
+        "GUARDIAN_PORT_9469_TCP_PROTO": "tcp",
+        "GUARDIAN_PORT_9469_TCP_PORT": "9469",
+        "GUARDIAN_PORT_9469_TCP_ADDR": "10.0.0.11",
+        "GUARDIAN_EXPORTER_SERVICE_HOST": "10.0.0.12",
+        "GUARDIAN_EXPORTER_PORT": "tcp://10.0.0.12:9400",
+        "GUARDIAN_EVALUATION_INTERVAL": "30s",  # a real override still applies
+    }
+    settings = parse_settings(MINIMAL, "c.yaml", env)
+    assert settings.evaluation_interval == 30.0
+    with pytest.raises(ConfigError, match="unknown setting 'port'"):
+        parse_settings(MINIMAL, "c.yaml", {"GUARDIAN_PORT": "9469"})
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (lambda p: os.mkfifo(p), "not a regular file (a FIFO)"),
+        (lambda p: p.write_bytes(b"prometheus:\n  url: caf\xe9\n"), "2: not UTF-8 text"),
+        (lambda p: p.write_text("a: " + "[" * 3000 + "]" * 3000), "1: invalid YAML"),
+    ],
+)
+def test_unreadable_configs_are_one_line_errors(tmp_path: Path, make: object, reason: str) -> None:
+    path = tmp_path / "c.yaml"
+    assert callable(make)
+    make(path)
+    with pytest.raises(ConfigError) as info:
+        load_settings(path, {})
+    separator = ":" if reason[0].isdigit() else ": "
+    assert str(info.value).startswith(f"{path}{separator}{reason}")

@@ -383,3 +383,54 @@ def test_zero_durations_and_null_fields_are_accepted() -> None:
     rule = rule_file.groups[0].rules[0]
     assert isinstance(rule, AlertingRule)
     assert (rule.expr, rule.for_seconds, dict(rule.labels)) == ("1", 0.0, {})
+
+
+MERGED = """\
+groups:
+  - name: g
+    rules:
+      - &idle
+        alert: Idle
+        expr: m < 1
+        for: 5m
+        labels: &labels {severity: warning, team: ml}
+        annotations: {summary: idle}
+      - <<: *idle
+        alert: IdleLong
+        for: 1h
+        labels:
+          severity: page
+          <<: *labels
+"""
+
+
+def test_merge_keys_are_honoured_keys_written_win_as_in_yaml_v3() -> None:
+    (group,) = parse_rule_file(MERGED, "r.yaml").groups
+
+    idle, long = group.rules
+    assert isinstance(long, AlertingRule)
+    assert (long.name, long.expr, long.for_seconds) == ("IdleLong", "m < 1", 3600.0)
+    # Written before the merge, `severity: page` still wins (Prometheus reads rule files
+    # with yaml.v3, where keys written in the mapping override merged ones).
+    assert dict(long.labels) == {"severity": "page", "team": "ml"}
+    assert dict(long.annotations) == dict(idle.annotations)
+
+
+@pytest.mark.parametrize(
+    ("expr", "finding"),
+    [
+        ("rate(m)", 'expected type range vector in call to function "rate", got instant vector'),
+        ("sum(m) by (a", "unclosed left parenthesis"),
+        ('m{job=~"("}', "error parsing regexp: missing closing )"),
+        ("nosuch(m)", 'unknown function with name "nosuch"'),
+    ],
+)
+def test_invalid_promql_is_refused_with_file_line_and_field(expr: str, finding: str) -> None:
+    text = f"groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: '{expr}'\n"
+
+    with pytest.raises(ConfigErrors) as info:
+        parse_rule_file(text, "r.yaml")
+
+    message = str(info.value)
+    assert message.startswith("r.yaml:5: groups[0].rules[0].expr: could not parse expression: ")
+    assert finding in message

@@ -2,7 +2,12 @@ from __future__ import annotations
 
 import pytest
 
-from guardian_common.durations import format_duration, parse_duration, parse_duration_ms
+from guardian_common.durations import (
+    DurationRangeError,
+    format_duration,
+    parse_duration,
+    parse_duration_ms,
+)
 
 
 @pytest.mark.parametrize(
@@ -33,3 +38,14 @@ def test_reject(text: str) -> None:
 @pytest.mark.parametrize(("seconds", "text"), [(0, "0s"), (90, "1m30s"), (5400, "1h30m")])
 def test_format(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text
+
+
+@pytest.mark.parametrize("text", ["99999999999999999y", "293y", "9" * 30 + "ms", "107000000d"])
+def test_longer_than_prometheus_allows_is_out_of_range(text: str) -> None:
+    # Prometheus keeps durations as int64 nanoseconds (about 292y) and refuses longer ones.
+    with pytest.raises(DurationRangeError, match="duration out of range"):
+        parse_duration_ms(text)
+
+
+def test_the_longest_duration_prometheus_allows() -> None:
+    assert parse_duration_ms("292y") == 292 * 31_536_000_000

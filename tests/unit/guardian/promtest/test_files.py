@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from guardian.app.promtest.files import load_groups, resolve_rule_files
+from guardian.app.promtest.file_run import load_groups, resolve_rule_files
 from guardian.engine.promtest.model import parse_test_file
 from guardian_common.errors import ConfigErrors
 

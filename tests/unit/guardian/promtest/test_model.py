@@ -62,8 +62,9 @@ def test_a_full_file() -> None:
     assert first.promql_tests[0].eval_time_ms == 5_400_000
     assert first.promql_tests[0].exp_samples[0].value == 1000.0
     assert first.max_eval_time_ms == 5_400_000
-    # interval defaults to evaluation_interval; no eval times means only step 0.
-    assert second.interval_ms == 30_000
+    # An omitted interval is 0 in promtool 2.42 (2.49 defaults it to evaluation_interval);
+    # no eval times means only step 0.
+    assert second.interval_ms == 0
     assert second.max_eval_time_ms == 0
     assert not second.uses_stale
 
@@ -97,3 +98,97 @@ def test_findings_name_file_line_and_field(text: str, finding: str) -> None:
         parse_test_file(text, "t.yaml")
 
     assert finding in str(info.value)
+
+
+def test_an_omitted_interval_loads_each_series_as_its_first_value_at_zero() -> None:
+    text = (
+        "tests:\n  - input_series:\n      - series: m\n        values: _ 5 7 stale\n"
+        "      - series: n\n        values: stale 1\n"
+    )
+
+    (group,) = parse_test_file(text, "t.yaml").tests
+
+    m, n = group.input_series
+    assert m.loaded(group.interval_ms) == [(0, 5.0)]
+    assert n.loaded(0) == [(0, STALE)]
+    assert m.loaded(60_000) == [(60_000, 5.0), (120_000, 7.0), (180_000, STALE)]
+    assert group.uses_stale  # n's first value is a staleness marker
+
+
+def test_a_series_defined_twice_keeps_its_last_definition() -> None:
+    text = (
+        "tests:\n  - interval: 1m\n    input_series:\n"
+        '      - series: m{a="1"}\n        values: 1 1\n'
+        "      - series: other\n        values: 3\n"
+        '      - series: m{a="1"}\n        values: 2 2 2\n'
+    )
+
+    (group,) = parse_test_file(text, "t.yaml").tests
+
+    assert [(dict(s.labels), s.points) for s in group.input_series] == [
+        ({"__name__": "other"}, (3.0,)),
+        ({"__name__": "m", "a": "1"}, (2.0, 2.0, 2.0)),
+    ]
+
+
+def test_expected_samples_default_to_the_empty_label_set_and_zero() -> None:
+    text = (
+        "tests:\n  - promql_expr_test:\n      - expr: vector(0)\n"
+        "        exp_samples:\n          - {}\n          - labels: m\n"
+    )
+
+    (group,) = parse_test_file(text, "t.yaml").tests
+
+    samples = group.promql_tests[0].exp_samples
+    assert [(s.labels, s.value) for s in samples] == [("", 0.0), ("m", 0.0)]
+
+
+def test_an_evaluation_interval_of_zero_means_one_minute() -> None:
+    assert parse_test_file("evaluation_interval: 0\n", "t.yaml").evaluation_interval_ms == 60_000
+
+
+MERGED = """\
+rule_files: [r.yaml]
+tests:
+  - &base
+    name: first
+    interval: 1m
+    external_labels: &labels {cluster: c1, region: r1}
+    input_series:
+      - series: m
+        values: 1
+  - name: second
+    <<: *base
+    external_labels:
+      <<: *labels
+      zone: z1
+  - interval: 5m
+    <<: *base
+    name: third
+"""
+
+
+def test_merge_keys_apply_in_document_order_as_yaml_v2_does() -> None:
+    first, second, third = parse_test_file(MERGED, "t.yaml").tests
+
+    assert (first.name, first.interval_ms) == ("first", 60_000)
+    # `name` is written before the merge in `second`, so the merged `name` replaces it.
+    assert (second.name, second.interval_ms, second.input_series) == (
+        "first",
+        60_000,
+        first.input_series,
+    )
+    assert second.external_labels == {"cluster": "c1", "region": "r1", "zone": "z1"}
+    # Written after the merge, these win.
+    assert (third.name, third.interval_ms) == ("third", 60_000)
+
+
+def test_a_merge_that_sets_a_map_key_twice_is_refused_as_yaml_v2_strict_does() -> None:
+    text = MERGED.replace("zone: z1", "cluster: c2")
+
+    with pytest.raises(ConfigErrors) as info:
+        parse_test_file(text, "t.yaml")
+
+    assert "t.yaml:14: tests[1].external_labels.cluster: key 'cluster' already set in map" in str(
+        info.value
+    )

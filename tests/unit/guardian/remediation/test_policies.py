@@ -94,6 +94,39 @@ def test_policy_durations_refuse_negatives_and_booleans(value: str, reason: str)
     assert reason in found
 
 
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("priority: true", "p.yaml:5: spec.priority: must be an integer, not a boolean (true)"),
+        ("priority: '10'", "p.yaml:5: spec.priority: must be an integer, not the string '10'"),
+        ("priority: 1.5", "p.yaml:5: spec.priority: Input should be a valid integer"),
+        (
+            "ladder: {reclaim: 'yes'}",
+            "p.yaml:5: spec.ladder.reclaim: must be true or false, not the string 'yes'",
+        ),
+        ("ladder: {notify: 1}", "p.yaml:5: spec.ladder.notify: Input should be a valid boolean"),
+        (
+            "limits: {perCycle: '3'}",
+            "p.yaml:5: spec.limits.perCycle: must be an integer, not the string '3'",
+        ),
+        ("allowPodDeletion: 'false'", "p.yaml:5: spec.allowPodDeletion: must be true or false"),
+    ],
+)
+def test_wrong_types_are_refused_not_coerced(spec: str, expected: str) -> None:
+    # YAML quoting mistakes: "3" is not 3, true is not 1, "yes" is not a boolean.
+    (found,) = errors(HEAD + f"metadata: {{name: a}}\nspec:\n  {spec}\n")
+    assert found.startswith(expected), found
+
+
+@pytest.mark.parametrize(
+    "value", ["99999999999999999y", "101y", "1e400", "9999999999999999999999999999"]
+)
+def test_overlong_grace_period_is_refused_at_load(value: str) -> None:
+    # Accepted before, it raised OverflowError inside the planner.
+    (found,) = errors(HEAD + f"metadata: {{name: a}}\nspec:\n  ladder: {{gracePeriod: {value}}}\n")
+    assert found.startswith("p.yaml:5: spec.ladder.gracePeriod: ")
+
+
 def test_wrong_kind_and_multi_document_lines() -> None:
     text = HEAD + "metadata: {name: a}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n"
     assert errors(text) == [
@@ -149,6 +182,6 @@ def test_check_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert "give one a higher priority" in capsys.readouterr().err
     bad = tmp_path / "bad.yaml"
     bad.write_text(HEAD + "metadata: {name: a}\nspec: {mode: x}\n", encoding="utf-8")
-    assert guardian_main(["policies", "check", str(bad)]) == 1
+    assert guardian_main(["policies", "check", str(bad)]) == 2  # a configuration error
     assert f"{bad}:4: spec.mode" in capsys.readouterr().err
     assert argparse  # the parser module is in use through guardian_main

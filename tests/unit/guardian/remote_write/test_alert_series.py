@@ -181,3 +181,48 @@ def test_time_series_is_immutable_hashable_and_sorted() -> None:
     assert list(series.labels.items()) == [("__name__", "m"), ("a", "2"), ("z", "1")]
     assert series == TimeSeries({"a": "2", "__name__": "m", "z": "1"}, ((1, 2.0),))
     assert len({series, TimeSeries({"a": "2", "__name__": "m", "z": "1"}, [(1, 2.0)])}) == 1
+
+
+def test_series_are_built_on_the_rule_labels_as_written() -> None:
+    # Prometheus's sample()/forStateSample(): the builder's base is the rule's raw labels.
+    # `team` expanded to "" and left the alert; the series keep its template text.
+    # `owner` expanded and the alert's value wins; `empty` was written as "" and is dropped.
+    alert = ActiveAlertSample(
+        {"alertname": "GpuIdle", "owner": "ml-owner", "pod": "p"},
+        AlertState.FIRING,
+        10.0,
+        rule_labels={
+            "team": "{{ $labels.team }}",
+            "owner": "{{ $labels.team }}-owner",
+            "empty": "",
+        },
+    )
+
+    by_name = {s.name: dict(s.labels) for s in build_alert_series([alert], TS)}
+
+    assert by_name["ALERTS"] == {
+        "__name__": "ALERTS",
+        "alertname": "GpuIdle",
+        "alertstate": "firing",
+        "owner": "ml-owner",
+        "pod": "p",
+        "team": "{{ $labels.team }}",
+    }
+    assert by_name["ALERTS_FOR_STATE"] == {
+        "__name__": "ALERTS_FOR_STATE",
+        "alertname": "GpuIdle",
+        "owner": "ml-owner",
+        "pod": "p",
+        "team": "{{ $labels.team }}",
+    }
+
+
+def test_a_rule_labelled_alertstate_keeps_it_on_for_state_only() -> None:
+    alert = ActiveAlertSample(
+        {"alertname": "A", "alertstate": "x"}, AlertState.PENDING, 1.0, {"alertstate": "x"}
+    )
+
+    by_name = {s.name: dict(s.labels) for s in build_alert_series([alert], TS)}
+
+    assert by_name["ALERTS"]["alertstate"] == "pending"
+    assert by_name["ALERTS_FOR_STATE"]["alertstate"] == "x"

@@ -1,0 +1,208 @@
+"""Exporter under load: many scrapers at once, with and without basic auth (issue #14).
+
+Serves one busy node's series (bench/exporter_bench.py's: 8 GPUs, 64 pods, 512 processes)
+three ways in this process, and scrapes each from a separate process (so the scrapers do
+not compete with the servers for the GIL), all scrapers released at once:
+
+- baseline: the same series in a prometheus_client registry, served by prometheus_client's
+  own server (``start_wsgi_server``), no auth;
+- ours: ``ExporterApp`` + ``HttpServer`` exactly as ``guardian-exporter serve`` builds them
+  (--max-requests 10, its connection limit, backlog and deadline), without auth and with
+  a bcrypt (cost 10) users file.
+
+For 10, 50 and 200 concurrent scrapers it prints p50/p99 latency of the answers and the
+count of each outcome: 200, 503 (over --max-requests), 429, other HTTP, timeouts (10 s,
+Prometheus's default scrape timeout) and connection errors. Then 200 wrong passwords
+from one client, with the server's CPU time they cost.
+
+    .venv/bin/python bench/exporter_load.py [--per-scraper 5] [--max-requests 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import multiprocessing
+import statistics
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import bcrypt
+from exporter_bench import INTERVAL, Clock, busy_node, floor_registry, pct
+from prometheus_client.exposition import start_wsgi_server
+
+from exporter.adapters.procfs import ProcReader
+from exporter.app.collection import CollectionLoop, SnapshotStore
+from exporter.app.server import REQUEST_TIMEOUT_S, ExporterApp, HttpServer, connection_limit
+from exporter.engine.vgpu import VgpuRatios
+from exporter.sim.scenario_backend import SimulatedBackend
+from guardian_common.http_auth import Authenticator
+from guardian_common.http_server import ServerLimits
+
+SCRAPE_TIMEOUT_S = 10.0
+CONCURRENCY = (10, 50, 200)
+USER, PASSWORD = "prometheus", "scrape-password"
+
+
+def basic(password: str) -> dict[str, str]:
+    token = base64.b64encode(f"{USER}:{password}".encode()).decode()
+    return {"Authorization": f"Basic {token}"}
+
+
+def scrape(url: str, headers: dict[str, str]) -> tuple[str, float]:
+    started = time.perf_counter()
+    request = urllib.request.Request(url, headers=headers)  # noqa: S310 - loopback
+    try:
+        with urllib.request.urlopen(request, timeout=SCRAPE_TIMEOUT_S) as response:  # noqa: S310
+            response.read()
+            outcome = str(response.status)
+    except urllib.error.HTTPError as exc:
+        exc.read()
+        outcome = str(exc.code)
+    except TimeoutError:
+        outcome = "timeout"
+    except urllib.error.URLError as exc:
+        timed_out = isinstance(exc.reason, TimeoutError)
+        outcome = "timeout" if timed_out else "conn-error"
+    except OSError:
+        outcome = "conn-error"
+    return outcome, time.perf_counter() - started
+
+
+def load(job: tuple[str, int, int, str | None]) -> list[tuple[str, float]]:
+    """In the scraper process: ``scrapers`` threads, released together, ``per`` scrapes
+    each, with ``password`` (``{n}`` in it: the scraper's number) or no credentials."""
+    url, scrapers, per, password = job
+    results: list[tuple[str, float]] = []
+    lock = threading.Lock()
+    start = threading.Barrier(scrapers)
+
+    def worker(n: int) -> None:
+        headers = basic(password.format(n=n)) if password is not None else {}
+        start.wait()
+        mine = [scrape(url, headers) for _ in range(per)]
+        with lock:
+            results.extend(mine)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(scrapers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def p99_answered(results: list[tuple[str, float]]) -> float:
+    answered = [seconds for outcome, seconds in results if outcome not in ("timeout", "conn-error")]
+    return pct(answered, 0.99) if answered else float("nan")
+
+
+def report(name: str, results: list[tuple[str, float]]) -> None:
+    outcomes = Counter(outcome for outcome, _ in results)
+    answered = [seconds for outcome, seconds in results if outcome not in ("timeout", "conn-error")]
+    ok = [seconds for outcome, seconds in results if outcome == "200"]
+    p50 = pct(answered, 0.5) * 1e3 if answered else float("nan")
+    p99 = pct(answered, 0.99) * 1e3 if answered else float("nan")
+    ok50 = statistics.median(ok) * 1e3 if ok else float("nan")
+    counts = " ".join(f"{k}={outcomes.get(k, 0)}" for k in ("200", "503", "429", "401"))
+    other = sum(n for k, n in outcomes.items() if k not in ("200", "503", "429", "401"))
+    print(
+        f"  {name:<22} p50 {p50:8.1f} ms  p99 {p99:8.1f} ms  (200s: p50 {ok50:7.1f} ms)  "
+        f"{counts} other-http={other - outcomes['timeout'] - outcomes['conn-error']} "
+        f"timeouts={outcomes['timeout']} conn-errors={outcomes['conn-error']}"
+    )
+
+
+def serve_ours(store: SnapshotStore, max_requests: int, auth: Authenticator) -> HttpServer:
+    """As exporter/app/serve.py builds it."""
+    app = ExporterApp(store, max_requests=max_requests, auth=auth)
+    limits = ServerLimits(
+        max_connections=connection_limit(max_requests), request_timeout=REQUEST_TIMEOUT_S
+    )
+    server = HttpServer(app, "127.0.0.1", 0, limits=limits)
+    server.start()
+    return server
+
+
+def cpu_of(fn: Callable[[], Any]) -> tuple[Any, float]:
+    started = time.process_time()
+    result = fn()
+    return result, time.process_time() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--per-scraper", type=int, default=5, help="scrapes per scraper")
+    parser.add_argument("--max-requests", type=int, default=10, help="as --max-requests")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        clock = Clock()
+        scenario = busy_node(Path(tmp))
+        store = SnapshotStore()
+        collector = CollectionLoop(
+            SimulatedBackend(scenario, clock), ProcReader(Path(tmp)), store, node="bench-node",
+            ratios=VgpuRatios(2.0), interval=INTERVAL, timeout=30.0, backoff_max=60.0, clock=clock,
+        )  # fmt: skip
+        collector.run_cycle()
+        if store.current is None:
+            raise SystemExit("the collector published nothing")
+        body, _ = store.current.body(None)
+
+    users = {USER: bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(rounds=10))}
+    baseline, _ = start_wsgi_server(0, addr="127.0.0.1", registry=floor_registry(body))
+    open_server = serve_ours(store, args.max_requests, Authenticator())
+    print(f"{len(body):,} bytes per scrape; --max-requests {args.max_requests}; "
+          f"{args.per_scraper} scrapes per scraper; timeout {SCRAPE_TIMEOUT_S:.0f} s")  # fmt: skip
+    print("ours with auth starts cold each time, as after a restart: the first wave of one")
+    print("new header shares one bcrypt, and the requests above the cap meanwhile get 503")
+    per = args.per_scraper
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(1) as pool:
+
+        def run(
+            name: str, port: int, scrapers: int, password: str | None, per: int
+        ) -> list[tuple[str, float]]:
+            url = f"http://127.0.0.1:{port}/metrics"
+            results: list[tuple[str, float]] = pool.apply(load, ((url, scrapers, per, password),))
+            report(name, results)
+            return results
+
+        try:
+            for scrapers in CONCURRENCY:
+                print(f"{scrapers} concurrent scrapers:")
+                port = baseline.server_address[1]
+                base = run("baseline (prom_client)", port, scrapers, None, per)
+                plain = run("ours, no auth", open_server.port, scrapers, None, per)
+                auth_server = serve_ours(store, args.max_requests, Authenticator(users))
+                try:
+                    auth = run("ours, basic auth", auth_server.port, scrapers, PASSWORD, per)
+                finally:
+                    auth_server.stop()
+                floor = p99_answered(base)
+                print(f"  p99 ratio to the baseline: no auth {p99_answered(plain) / floor:.2f}x, "
+                      f"basic auth {p99_answered(auth) / floor:.2f}x   "
+                      f"[goal: auth p99 < 1 s, no timeouts]")  # fmt: skip
+            auth_server = serve_ours(store, args.max_requests, Authenticator(users))
+            try:
+                print("200 different wrong passwords at once from one client (10 a minute):")
+                _, cpu = cpu_of(lambda: run("ours, basic auth", auth_server.port, 200, "bad{n}", 1))
+                bcrypt_s = cpu_of(lambda: bcrypt.checkpw(b"x", users[USER]))[1]
+                print(f"  server CPU: {cpu:.2f} s (a bcrypt for each: {200 * bcrypt_s:.1f} s)")
+            finally:
+                auth_server.stop()
+        finally:
+            open_server.stop()
+            baseline.shutdown()
+            baseline.server_close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""Credentials and TLS files of an :class:`HttpClientConfig`, for ``requests``.
+
+Both the query client and the remote-write client authenticate through
+:class:`FileCredentials`, which reads the bearer token file or the password file again
+for every request: Kubernetes rotates a mounted Secret or a projected service-account
+token in place, and a client that read it once would fail after the rotation.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import requests
+
+from guardian.model.http_client import FilePath, HttpClientConfig
+from guardian_common.errors import ConfigError, PermanentError
+from guardian_common.redact import Secrets, redact_url
+
+# Header names whose values are credentials (Authorization, X-Api-Key, Cookie, ...).
+_SECRET_HEADER = re.compile(r"(?i)auth|token|key|secret|password|cookie|session|signature")
+
+
+class CredentialError(PermanentError):
+    """A credential file cannot be read or is empty. Retrying now does not help; the
+    next request reads the file again, so a fixed mount is picked up without a restart."""
+
+
+def _read(path: FilePath, what: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise CredentialError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
+
+
+def shown_url(config: HttpClientConfig) -> str:
+    """The endpoint's URL as messages and logs may show it (no userinfo, no secret query)."""
+    return redact_url(config.url)
+
+
+def secrets_of(config: HttpClientConfig) -> Secrets:
+    """The secret values ``config`` holds; credential files add theirs when read."""
+    secrets = Secrets()
+    secrets.add_url_credentials(config.url)
+    auth = config.basic_auth
+    if auth is not None and auth.password:
+        secrets.add_basic(auth.username, auth.password)
+    for name, value in config.headers.items():
+        if _SECRET_HEADER.search(name):
+            secrets.add(value)
+            secrets.add(value.partition(" ")[2])  # "Bearer <token>": the token alone too
+    return secrets
+
+
+class FileCredentials(requests.auth.AuthBase):
+    """Sets ``Authorization`` from the config, reading secret files at request time.
+
+    Every value read is added to ``secrets``, so the client's messages can never show it."""
+
+    def __init__(self, config: HttpClientConfig, secrets: Secrets | None = None) -> None:
+        self._config = config
+        self._secrets = secrets if secrets is not None else Secrets()
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        config = self._config
+        if config.bearer_token_file is not None:
+            token = _read(config.bearer_token_file, "bearer token file")
+            if not token:
+                raise CredentialError(f"bearer token file {config.bearer_token_file} is empty")
+            self._secrets.add(token)
+            request.headers["Authorization"] = f"Bearer {token}"
+            return request
+        auth = config.basic_auth
+        if auth is None:
+            return request
+        password = auth.password or ""
+        if auth.password_file is not None:
+            password = _read(auth.password_file, "password file")
+        self._secrets.add_basic(auth.username, password)
+        result: requests.PreparedRequest = requests.auth.HTTPBasicAuth(auth.username, password)(
+            request
+        )
+        return result
+
+
+def credentials(config: HttpClientConfig, secrets: Secrets | None = None) -> FileCredentials | None:
+    """The ``auth`` for ``requests``; None when the endpoint needs none."""
+    if config.bearer_token_file is None and config.basic_auth is None:
+        return None
+    return FileCredentials(config, secrets)
+
+
+def check_tls_files(config: HttpClientConfig, section: str) -> None:
+    """Raise ConfigError naming ``<section>.tls.<option>`` for a TLS file that is missing.
+
+    At startup, so a typo fails there and not at the first request."""
+    tls = config.tls
+    for option, path in (
+        ("ca_file", tls.ca_file),
+        ("cert_file", tls.cert_file),
+        ("key_file", tls.key_file),
+    ):
+        if path is not None and not Path(path).is_file():
+            raise ConfigError(f"no such file: {path}", field=f"{section}.tls.{option}")

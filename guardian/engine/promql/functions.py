@@ -1,0 +1,86 @@
+"""The PromQL functions Prometheus 2.42 knows, with their argument and return types
+(``promql/parser/functions.go``). A name not listed is refused at parse time."""
+
+from __future__ import annotations
+
+from guardian.engine.promql.ast import Function, ValueType
+
+_V, _M, _S, _STR = ValueType.VECTOR, ValueType.MATRIX, ValueType.SCALAR, ValueType.STRING
+
+# name -> (argument types, return type, variadic)
+_TABLE: dict[str, tuple[tuple[ValueType, ...], ValueType, int]] = {
+    "abs": ((_V,), _V, 0),
+    "absent": ((_V,), _V, 0),
+    "absent_over_time": ((_M,), _V, 0),
+    "acos": ((_V,), _V, 0),
+    "acosh": ((_V,), _V, 0),
+    "asin": ((_V,), _V, 0),
+    "asinh": ((_V,), _V, 0),
+    "atan": ((_V,), _V, 0),
+    "atanh": ((_V,), _V, 0),
+    "avg_over_time": ((_M,), _V, 0),
+    "ceil": ((_V,), _V, 0),
+    "changes": ((_M,), _V, 0),
+    "clamp": ((_V, _S, _S), _V, 0),
+    "clamp_max": ((_V, _S), _V, 0),
+    "clamp_min": ((_V, _S), _V, 0),
+    "cos": ((_V,), _V, 0),
+    "cosh": ((_V,), _V, 0),
+    "count_over_time": ((_M,), _V, 0),
+    "days_in_month": ((_V,), _V, 1),
+    "day_of_month": ((_V,), _V, 1),
+    "day_of_week": ((_V,), _V, 1),
+    "day_of_year": ((_V,), _V, 1),
+    "deg": ((_V,), _V, 0),
+    "delta": ((_M,), _V, 0),
+    "deriv": ((_M,), _V, 0),
+    "exp": ((_V,), _V, 0),
+    "floor": ((_V,), _V, 0),
+    "histogram_count": ((_V,), _V, 0),
+    "histogram_sum": ((_V,), _V, 0),
+    "histogram_fraction": ((_S, _S, _V), _V, 0),
+    "histogram_quantile": ((_S, _V), _V, 0),
+    "holt_winters": ((_M, _S, _S), _V, 0),
+    "hour": ((_V,), _V, 1),
+    "idelta": ((_M,), _V, 0),
+    "increase": ((_M,), _V, 0),
+    "irate": ((_M,), _V, 0),
+    "label_replace": ((_V, _STR, _STR, _STR, _STR), _V, 0),
+    "label_join": ((_V, _STR, _STR, _STR), _V, -1),
+    "last_over_time": ((_M,), _V, 0),
+    "ln": ((_V,), _V, 0),
+    "log10": ((_V,), _V, 0),
+    "log2": ((_V,), _V, 0),
+    "max_over_time": ((_M,), _V, 0),
+    "min_over_time": ((_M,), _V, 0),
+    "minute": ((_V,), _V, 1),
+    "month": ((_V,), _V, 1),
+    "pi": ((), _S, 0),
+    "predict_linear": ((_M, _S), _V, 0),
+    "present_over_time": ((_M,), _V, 0),
+    "quantile_over_time": ((_S, _M), _V, 0),
+    "rad": ((_V,), _V, 0),
+    "rate": ((_M,), _V, 0),
+    "resets": ((_M,), _V, 0),
+    "round": ((_V, _S), _V, 1),
+    "scalar": ((_V,), _S, 0),
+    "sgn": ((_V,), _V, 0),
+    "sin": ((_V,), _V, 0),
+    "sinh": ((_V,), _V, 0),
+    "sort": ((_V,), _V, 0),
+    "sort_desc": ((_V,), _V, 0),
+    "sqrt": ((_V,), _V, 0),
+    "stddev_over_time": ((_M,), _V, 0),
+    "stdvar_over_time": ((_M,), _V, 0),
+    "sum_over_time": ((_M,), _V, 0),
+    "tan": ((_V,), _V, 0),
+    "tanh": ((_V,), _V, 0),
+    "time": ((), _S, 0),
+    "timestamp": ((_V,), _V, 0),
+    "vector": ((_S,), _V, 0),
+    "year": ((_V,), _V, 1),
+}
+
+FUNCTIONS: dict[str, Function] = {
+    name: Function(name, args, ret, variadic) for name, (args, ret, variadic) in _TABLE.items()
+}
