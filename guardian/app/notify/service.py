@@ -36,10 +36,10 @@ from guardian.adapters.slack.transport import Transport
 from guardian.adapters.sqlite_db import Database
 from guardian.app.notify.delivery import Deliverer
 from guardian.app.notify.gather import ContextLookup, Gatherer
-from guardian.app.notify.handover import Handover, ThreadHandover
 from guardian.app.notify.metrics import NotifierMetrics
 from guardian.app.notify.payloads import REMEDIATION_CURSOR, intake_rows
 from guardian.app.notify.secrets import build_transport
+from guardian.app.notify.thread_handover import Handover, ThreadHandover
 from guardian.app.settings.slack import SlackSettings
 from guardian.engine.notify.planner import (
     PlannerSettings,

@@ -69,7 +69,7 @@ class SharedStateSettings(StrictModel):
 
     config_map_prefix: str = Field(default="gpu-guardian-state", pattern=r"^[a-z0-9][-a-z0-9]*$")
     """The shards are ``<prefix>-00`` .. ``<prefix>-<shards-1>``; the Role names them."""
-    shards: int = Field(default=16, ge=1, le=100)
+    shards: Int = Field(default=16, ge=1, le=100)
     """How many ConfigMaps. 16 hold about 10,000 live episodes (under 1 MiB each); more
     shards need the same names added to the Role."""
     retention: Duration = 7200.0

@@ -16,7 +16,7 @@ from guardian.adapters.kube.episode_store import EpisodeStore
 from guardian.adapters.kube.rest import KubeRest
 from guardian.adapters.sqlite_db import Database
 from guardian.app.notify import SlackNotifier
-from guardian.app.notify.handover import pack_finding, unpack_finding
+from guardian.app.notify.thread_handover import pack_finding, unpack_finding
 from guardian.app.remediation.journal import EpisodeJournal
 from guardian.model.labels import LabelSet
 from guardian.model.reclaim import PlannedAction
