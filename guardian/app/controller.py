@@ -79,6 +79,7 @@ class ControllerParts:
                 alerts=engine_alerts(engine),
                 pipeline_groups=pipeline_group_names(engine.groups),
                 metrics=RemediationMetrics(engine.metrics.registry),
+                ready=engine.ready,
                 default_cluster=settings.external_labels.get("cluster", ""),
                 # Through the engine's current querier (a reload may replace it).
                 source_clusters=served_clusters(lambda expr, ts: engine.query(expr, ts)),
@@ -93,6 +94,8 @@ class ControllerParts:
             lookup = (
                 OwnerLookup(self.remediation.loop.reader) if self.remediation is not None else None
             )
+            # The shared episode state carries each episode's parent message across leaders.
+            remediation = self.remediation
             self.notifier = SlackNotifier.from_settings(
                 settings.slack,
                 store.db,
@@ -100,6 +103,8 @@ class ControllerParts:
                 env,
                 registry=engine.metrics.registry,
                 context=lookup,
+                handover=remediation.journal if remediation is not None else None,
+                may_send=remediation.may_write if remediation is not None else None,
             )
             engine.transaction_hooks.append(self._prepare)
             engine.listeners.append(self._after_evaluation)
@@ -170,8 +175,10 @@ class ControllerParts:
     def status(self) -> dict[str, Any]:
         """``guardian status`` as JSON: active alerts, pending ladder steps, reclaimed
         workloads, from the state every replica reads."""
-        report = build_status(self._ledger) if self._ledger is not None else StatusReport()
-        return report.to_json()
+        if self._ledger is None:
+            return StatusReport().to_json()
+        episodes = self.remediation.shared_episodes() if self.remediation is not None else None
+        return build_status(self._ledger, episodes).to_json()
 
     def close(self) -> None:
         if self.alertmanager is not None:

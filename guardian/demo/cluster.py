@@ -28,6 +28,7 @@ from guardian.demo.fleet import (
     WORKLOADS,
     Placement,
     Workload,
+    container_id,
     device_id,
     stable_uid,
 )
@@ -106,6 +107,18 @@ class DemoCluster:
         # The UID the scenario's cgroups carry (a recreated pod gets a new one).
         uid = w.pod_uid(placement.pod) if name == placement.pod else stable_uid("pod", name)
         pod["metadata"]["uid"] = uid
+        # The kubelet's report: the exporter names a process's container from its ID.
+        container = pod["spec"]["containers"][0]
+        pod["status"]["containerStatuses"] = [
+            {
+                "name": container["name"],
+                "containerID": f"containerd://{container_id(uid)}",
+                "image": container["image"],
+                "ready": True,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": created}},
+            }
+        ]
         self.kube.create(_aged(pod, created))
         self.slots.append(PodSlot(w, placement, name))
 

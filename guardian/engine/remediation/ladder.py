@@ -339,6 +339,19 @@ def _by_root(
     return roots
 
 
+def _pending_roots(alerts: Iterable[FiringAlert], snapshot: ClusterSnapshot) -> set[WorkloadRef]:
+    found = set()
+    for alert in alerts:
+        if alert.firing or is_pipeline(alert.labels):
+            continue
+        owner = snapshot.pod_owners.get(
+            (alert.labels.get("namespace", ""), alert.labels.get("pod", ""))
+        )
+        if owner is not None and owner.root is not None:
+            found.add(owner.root)
+    return found
+
+
 def plan(
     alerts: Sequence[FiringAlert],
     policies: Sequence[ReclaimPolicy],
@@ -361,11 +374,14 @@ def plan(
     roots = _by_root(firing, snapshot, planner)
     for ref in sorted(roots, key=str):
         planner.workload(ref, roots[ref])
+    # A pending alert keeps its episode open: an engine that restarted without its state
+    # fires it again after `for`, and the ladder goes on where it was.
+    held = set(roots) | _pending_roots(alerts, snapshot)
     closed = tuple(
         (ref, episode)
         for ref, (episode, _started, _policy) in sorted(
             ledger.open_episodes.items(), key=lambda kv: str(kv[0])
         )
-        if episode_over(ref, snapshot, ref in roots)
+        if episode_over(ref, snapshot, ref in held)
     )
     return Plan(now, tuple(planner.actions), tuple(planner.waits), closed)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from exporter.adapters.kube_pods import container_names
 from exporter.sim.scenario import parse_scenario
 from guardian.demo.cluster import DemoCluster, deployment_state
 from guardian.demo.fleet import (
@@ -49,6 +50,17 @@ def test_scenario_processes_belong_to_seeded_pods() -> None:
                 pod = uids[proc.pod_uid or ""]
                 assert pod["spec"]["nodeName"] == node
                 assert proc.gpu in {gpu_uuid(node, i) for i in range(4)}
+
+
+def test_each_process_container_is_named_by_its_pod_status() -> None:
+    """The exporter names a process's container from the pod's containerStatuses."""
+    with FakeKubeAPI.start() as kube:
+        _cluster(kube)
+        pods = {p["metadata"]["uid"]: p for p in kube.objects("Pod")}
+        for node in NODES:
+            for proc in parse_scenario(scenario_yaml(node), f"{node}.yaml").processes:
+                names = container_names(pods[proc.pod_uid or ""]["status"])
+                assert names == {proc.container_id: "main"}
 
 
 def test_the_notebook_holds_a_gpu_without_a_process() -> None:
