@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from guardian.model.reclaim import PendingPod, PodOwner, WorkloadState
 from guardian.model.times import rfc3339
@@ -84,3 +85,23 @@ def demand(
         key=lambda p: (p.since, p.namespace, p.name),
     )
     return Demand(tuple(waiting), holds)
+
+
+def _is_extended(name: str) -> bool:
+    """A device plugin's resource: ``domain/name`` outside kubernetes.io."""
+    domain, slash, _ = name.partition("/")
+    return bool(slash) and not domain.endswith("kubernetes.io")
+
+
+def extended_requests(pod: Mapping[str, Any]) -> dict[str, int]:
+    """Extended resources a pod object's containers request (a limit alone counts: for
+    extended resources the request defaults to it). Init containers are not counted."""
+    total: defaultdict[str, int] = defaultdict(int)
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        resources = container.get("resources") or {}
+        asked = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+        for name, quantity in asked.items():
+            text = str(quantity).strip()
+            if _is_extended(name) and text.isdigit() and int(text) > 0:
+                total[name] += int(text)
+    return dict(total)
