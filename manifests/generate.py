@@ -135,6 +135,11 @@ def outputs() -> list[Output]:
         )
     found += [
         Output(
+            BASE / "crds" / "reclaimpolicies.yaml",
+            "guardian policies crd",
+            lambda: _guardian(["policies", "crd"]),
+        ),
+        Output(
             BASE / "exporter" / "podmonitor.yaml",
             "guardian dcgm-config --format podmonitor",
             partial(monitor, "gpu-guardian-exporter"),
