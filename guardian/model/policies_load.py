@@ -36,10 +36,53 @@ def _shift(doc: YamlDocument, offset: int) -> YamlDocument:
     return doc
 
 
-def _validate(doc: YamlDocument) -> ReclaimPolicy:
+# Set by the API server: a `kubectl get -o yaml` export carries them; they are not policy.
+_SERVER_SET = (
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "managedFields",
+    "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "finalizers",
+    "ownerReferences",
+)
+
+
+def _exported(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without what the API server adds (status, server-set metadata)."""
+    meta = data.get("metadata")
+    out = {k: v for k, v in data.items() if k != "status"}
+    if isinstance(meta, dict):
+        out["metadata"] = {k: v for k, v in meta.items() if k not in _SERVER_SET}
+    return out
+
+
+def _validate_all(doc: YamlDocument) -> list[ReclaimPolicy]:
+    """One policy, or each item of a ``kubectl get -o yaml`` List."""
     data: Any = doc.data
+    if isinstance(data, dict) and data.get("kind") == "List" and "items" in data:
+        items = data.get("items")
+        if not isinstance(items, list):
+            raise ConfigErrors([doc.error("items must be a list", ("items",))])
+        errors: list[ConfigError] = []
+        found = []
+        for i, item in enumerate(items):
+            try:
+                found.append(_validate(doc, item, ("items", i)))
+            except ConfigErrors as exc:
+                errors.extend(exc.errors)
+        if errors:
+            raise ConfigErrors(errors)
+        return found
+    return [_validate(doc, data, ())]
+
+
+def _validate(doc: YamlDocument, data: Any, at: tuple[str | int, ...]) -> ReclaimPolicy:
     if not isinstance(data, dict):
-        raise ConfigErrors([doc.error("a policy document must be a mapping", ())])
+        raise ConfigErrors([doc.error("a policy document must be a mapping", at)])
     if data.get("apiVersion") != API_VERSION or data.get("kind") not in KINDS:
         field = "apiVersion" if data.get("apiVersion") != API_VERSION else "kind"
         raise ConfigErrors(
@@ -47,15 +90,17 @@ def _validate(doc: YamlDocument) -> ReclaimPolicy:
                 doc.error(
                     f"expected apiVersion {API_VERSION} and kind {' or '.join(KINDS)}, got "
                     f"{data.get('apiVersion')!r} {data.get('kind')!r}",
-                    (field,),
+                    (*at, field),
                 )
             ]
         )
     try:
-        policy = ReclaimPolicy.model_validate(data)
+        policy = ReclaimPolicy.model_validate(_exported(data))
     except ValidationError as exc:
-        raise ConfigErrors([doc.error(msg, loc) for loc, msg in validation_findings(exc)]) from None
-    return policy.located(f"{doc.source}:{doc.line(()) or 1}")
+        raise ConfigErrors(
+            [doc.error(msg, (*at, *loc)) for loc, msg in validation_findings(exc)]
+        ) from None
+    return policy.located(f"{doc.source}:{doc.line(at) or doc.line(()) or 1}")
 
 
 def validation_findings(exc: ValidationError) -> list[tuple[tuple[str | int, ...], str]]:
@@ -111,7 +156,7 @@ def parse_policies(text: str, source: str) -> list[ReclaimPolicy]:
             doc = _shift(parse_yaml(body, source), offset)
             if doc.data is None:
                 continue
-            policies.append(_validate(doc))
+            policies.extend(_validate_all(doc))
         except ConfigErrors as exc:
             errors.extend(exc.errors)
         except ConfigError as exc:
