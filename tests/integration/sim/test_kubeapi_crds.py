@@ -7,10 +7,12 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import celpy
 import pytest
+import yaml
 from kubernetes import client, watch
 
 from guardian.model.policies_crd import (
@@ -369,3 +371,19 @@ def test_openapi_v3_declares_field_validation(
     patch = doc["paths"][f"/apis/{GROUP}/{VERSION}/clusterreclaimpolicies/{{name}}"]["patch"]
     assert patch["x-kubernetes-group-version-kind"]["kind"] == "ClusterReclaimPolicy"
     assert "fieldValidation" in [p["name"] for p in patch["parameters"]]
+
+
+def test_the_examples_pass_the_schema(
+    kube_api: FakeKubeAPI, custom: client.CustomObjectsApi
+) -> None:
+    kube_api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    root = Path(__file__).resolve().parents[3] / "examples/policies/objects"
+    for path in sorted(root.glob("*.yaml")):
+        obj = yaml.safe_load(path.read_text(encoding="utf-8"))
+        ns = obj["metadata"].get("namespace")
+        if ns is None:
+            create(custom, obj, field_validation="Strict")
+        else:
+            custom.create_namespaced_custom_object(
+                GROUP, VERSION, ns, "reclaimpolicies", obj, field_validation="Strict"
+            )

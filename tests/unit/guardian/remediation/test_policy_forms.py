@@ -131,3 +131,9 @@ def test_crd_command_prints_both_definitions(capsys: pytest.CaptureFixture[str])
     out = capsys.readouterr().out
     assert "name: clusterreclaimpolicies.gpu-guardian.io" in out
     assert "name: reclaimpolicies.gpu-guardian.io" in out
+
+
+def test_the_object_examples_pass_the_check(capsys: pytest.CaptureFixture[str]) -> None:
+    examples = Path(__file__).resolve().parents[4] / "examples/policies/objects/*.yaml"
+    assert guardian_main(["policies", "check", str(examples)]) == 0
+    assert "ok: 2 policy(ies)" in capsys.readouterr().out
