@@ -8,10 +8,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from guardian.sim.kubeapi.api_rules import annotation_size, check_types, immutable_fields
 from guardian.sim.kubeapi.crds import check_crd, is_crd, validate_custom
 from guardian.sim.kubeapi.errors import bad_request, invalid
 from guardian.sim.kubeapi.resources import ResourceType
-from guardian.sim.kubeapi.typecheck import annotation_size, check_types, immutable_fields
 
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")

@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from guardian.sim.kubeapi import errors, openapi
+from guardian.sim.kubeapi.api_rules import MAX_REQUEST_BODY_BYTES
 from guardian.sim.kubeapi.faults import Recorder, RequestRecord
 from guardian.sim.kubeapi.handlers import Request, handle, verb_of
 from guardian.sim.kubeapi.resources import (
@@ -28,7 +29,6 @@ from guardian.sim.kubeapi.resources import (
 from guardian.sim.kubeapi.schema import FIELD_VALIDATION
 from guardian.sim.kubeapi.store import Store
 from guardian.sim.kubeapi.tables import table, wants_table
-from guardian.sim.kubeapi.typecheck import MAX_REQUEST_BODY_BYTES
 from guardian.sim.kubeapi.urls import Discovery, ResourceRoute, parse_path
 from guardian.sim.kubeapi.watch import plan_watch, stream_watch
 

@@ -22,8 +22,8 @@ from guardian.model.policies_crd import (
     crds,
 )
 from guardian.sim.kubeapi import FakeKubeAPI, builders
+from guardian.sim.kubeapi.api_rules import MAX_REQUEST_BODY_BYTES
 from guardian.sim.kubeapi.cel import compile_rule
-from guardian.sim.kubeapi.typecheck import MAX_REQUEST_BODY_BYTES
 
 GROUP, VERSION = "gpu-guardian.io", "v1alpha1"
 
