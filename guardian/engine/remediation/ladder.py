@@ -27,12 +27,12 @@ from guardian.engine.remediation.guards import (
     exclusion_requested,
     is_pipeline,
     pipeline_reason,
-    pod_mismatch,
     read_error,
     restarted_by_hand,
     silence_reason,
     warmup_reason,
 )
+from guardian.engine.remediation.roots import by_root, pending_roots
 from guardian.model.labels import LabelSet
 from guardian.model.policies import Annotations, HpaPolicy, Mode, ReclaimPolicy
 from guardian.model.reclaim import (
@@ -104,6 +104,11 @@ class _Candidate:
 
     def wait(self, reason: str, *, refused: bool = True) -> Wait:
         return Wait(self.ws.ref, reason, self.policy.name, self.episode, self.alert.labels, refused)
+
+    def hold(self, reason: str, nxt: LadderStep | None, due: float | None = None) -> Wait:
+        """Not due yet: the next step and when (grace, window, demand)."""
+        ep, labels = self.episode, self.alert.labels
+        return Wait(self.ws.ref, reason, self.policy.name, ep, labels, False, nxt, due)
 
 
 @dataclass
@@ -266,18 +271,8 @@ class _Planner:
             ladder.notify and notified is None and notify_outside(c.policy, c.parent)
         ):
             nxt = LadderStep.NOTIFY if ladder.notify and notified is None else reclaim_next
-            self.waits.append(
-                Wait(
-                    c.ws.ref,
-                    window.why(),
-                    c.policy.name,
-                    c.episode,
-                    c.alert.labels,
-                    refused=False,
-                    next_step=nxt,
-                    next_step_due=max(window.opens_at, due) if nxt else window.opens_at,
-                )
-            )
+            opens = max(window.opens_at, due) if nxt else window.opens_at
+            self.waits.append(c.hold(window.why(), nxt, opens))
             return
         if ladder.notify and notified is None:
             nxt = LadderStep.ANNOTATE if ladder.annotate else reclaim_next
@@ -293,18 +288,8 @@ class _Planner:
             self.waits.append(c.wait("the policy's ladder ends before reclaim", refused=False))
             return
         if notified is None or self.now < due:
-            self.waits.append(
-                Wait(
-                    c.ws.ref,
-                    f"grace period: reclaim due at {rfc3339(due)}",
-                    c.policy.name,
-                    c.episode,
-                    c.alert.labels,
-                    refused=False,
-                    next_step=LadderStep.RECLAIM,
-                    next_step_due=due,
-                )
-            )
+            grace = f"grace period: reclaim due at {rfc3339(due)}"
+            self.waits.append(c.hold(grace, LadderStep.RECLAIM, due))
             return
         grace = f"grace {ladder.grace_period:.0f}s over"
         self.reclaim(c, f"{evidence}; notified at {rfc3339(notified)}, {grace}", notified, done)
@@ -314,17 +299,7 @@ class _Planner:
     ) -> None:
         waiting, who = demand_wait(c.policy, c.ws, self.snapshot, self.now)
         if waiting is not None:
-            self.waits.append(
-                Wait(
-                    c.ws.ref,
-                    waiting,
-                    c.policy.name,
-                    c.episode,
-                    c.alert.labels,
-                    refused=False,
-                    next_step=LadderStep.RECLAIM,
-                )
-            )
+            self.waits.append(c.hold(waiting, LadderStep.RECLAIM))
             return
         refusal = self.reclaim_refusal(c)
         if refusal is not None:
@@ -376,45 +351,6 @@ class _Planner:
         return None
 
 
-def _by_root(
-    alerts: Iterable[FiringAlert], snapshot: ClusterSnapshot, planner: _Planner
-) -> dict[WorkloadRef, list[FiringAlert]]:
-    roots: dict[WorkloadRef, list[FiringAlert]] = defaultdict(list)
-    for alert in alerts:
-        ns, pod = alert.labels.get("namespace"), alert.labels.get("pod")
-        if not ns or not pod:
-            unlabelled = f"{alert.alertname} has no namespace/pod labels"
-            planner.waits.append(Wait(None, unlabelled, alert_labels=alert.labels))
-            continue
-        owner = snapshot.pod_owners.get((ns, pod))
-        if owner is None or owner.root is None:
-            why = owner.error if owner is not None and owner.error else "pod not found"
-            unowned = f"pod {ns}/{pod}: {why}"
-            planner.waits.append(Wait(None, unowned, alert_labels=alert.labels, refused=False))
-            continue
-        mismatch = pod_mismatch(alert.labels, owner)
-        if mismatch is not None:
-            planner.waits.append(
-                Wait(None, f"pod {ns}/{pod}: {mismatch}", alert_labels=alert.labels)
-            )
-            continue
-        roots[owner.root].append(alert)  # shared roots are deduplicated here
-    return roots
-
-
-def _pending_roots(alerts: Iterable[FiringAlert], snapshot: ClusterSnapshot) -> set[WorkloadRef]:
-    found = set()
-    for alert in alerts:
-        if alert.firing or is_pipeline(alert.labels):
-            continue
-        owner = snapshot.pod_owners.get(
-            (alert.labels.get("namespace", ""), alert.labels.get("pod", ""))
-        )
-        if owner is not None and owner.root is not None:
-            found.add(owner.root)
-    return found
-
-
 def plan(
     alerts: Sequence[FiringAlert],
     policies: Sequence[ReclaimPolicy],
@@ -434,12 +370,12 @@ def plan(
     planner.suppressions = suppressions
     planner.restores()
     firing = [a for a in alerts if a.firing and not is_pipeline(a.labels)]
-    roots = _by_root(firing, snapshot, planner)
+    roots = by_root(firing, snapshot, planner.waits)
     for ref in sorted(roots, key=str):
         planner.workload(ref, roots[ref])
     # A pending alert keeps its episode open: an engine that restarted without its state
     # fires it again after `for`, and the ladder goes on where it was.
-    held = set(roots) | _pending_roots(alerts, snapshot)
+    held = set(roots) | pending_roots(alerts, snapshot)
     closed = tuple(
         (ref, episode)
         for ref, (episode, _started, _policy) in sorted(
