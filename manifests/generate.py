@@ -142,6 +142,11 @@ def outputs() -> list[Output]:
             partial(_read, ROOT / DCGM_DASHBOARD),
         ),
         Output(
+            BASE / "crds" / "reclaimpolicies.yaml",
+            "guardian policies crd",
+            lambda: _guardian(["policies", "crd"]),
+        ),
+        Output(
             BASE / "exporter" / "podmonitor.yaml",
             "guardian dcgm-config --format podmonitor",
             partial(monitor, "gpu-guardian-exporter"),
