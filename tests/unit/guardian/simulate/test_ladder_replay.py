@@ -4,7 +4,6 @@ after a restore, pipeline holds, and a schedule window flowing through the plann
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from typing import Any
 
 from guardian.engine.remediation import PlannerSettings, plan
@@ -24,9 +23,7 @@ from guardian.model.reclaim import (
     ClusterSnapshot,
     GroupHealth,
     NamespaceState,
-    Plan,
     PodOwner,
-    Wait,
     WorkloadState,
 )
 from guardian.model.remediation_events import LadderStep, WorkloadRef
@@ -204,40 +201,33 @@ def test_per_namespace_limit_counts_the_replayed_reclaims() -> None:
     assert any("reclaims per hour in namespace ml" in h.reason for h in log.holds)
 
 
-def windowed(start_minute: int, end_minute: int):
-    """A planner that honours a schedule window as issue #16's activeWindows will: outside
-    the window the ladder does not advance (the replay only supplies ``now``)."""
-
-    def planner(
-        alerts: Sequence[Any], policies: Sequence[Any], snapshot, ledger, now, **kw
-    ) -> Plan:
-        result = plan(alerts, policies, snapshot, ledger, now, **kw)
-        minute = (now - T0) // 60
-        if start_minute <= minute < end_minute:
-            return result
-        held = tuple(
-            Wait(
-                a.workload,
-                "outside the policy's active window",
-                a.policy,
-                a.episode,
-                a.alert_labels,
-            )
-            for a in result.actions
-        )
-        return dataclasses.replace(result, actions=(), waits=result.waits + held)
-
-    return planner
+# T0 is Tuesday 2023-11-14 22:13:20 UTC, and minute k's cycle runs at T0 + 10 s + k min:
+# this window opens between minutes 9 and 10 and closes between minutes 19 and 20.
+WINDOW = "Tue 22:23-22:33 UTC"
 
 
 def test_a_schedule_window_delays_the_ladder_until_it_opens() -> None:
     log = replay(
-        enforce(warmup="0s", ladder={"gracePeriod": "5m"}),
+        enforce(
+            warmup="0s",
+            ladder={"gracePeriod": "5m"},
+            activeWindows=[WINDOW],
+            notifyOutsideWindows=False,
+        ),
         timeline(30, FIRING_AT_1),
-        planner=windowed(10, 20),
     )
 
     # Nothing before minute 10; then one step per cycle, grace counted from the notice.
     assert steps(log) == [(10, "notify"), (11, "annotate"), (15, "reclaim")]
-    outside = [h for h in log.holds if "active window" in h.reason]
-    assert round((outside[0].at - T0 - 10) / 60) == 1
+    assert log.holds == []  # waiting for a window is not a refusal
+
+
+def test_a_notice_outside_the_window_and_a_reclaim_that_waits_for_the_next_one() -> None:
+    # Notified at once; the grace period ends at minute 6, outside the window, so the
+    # rest of the ladder waits for it to open, then goes on one step per cycle.
+    log = replay(
+        enforce(warmup="0s", ladder={"gracePeriod": "5m"}, activeWindows=[WINDOW]),
+        timeline(30, FIRING_AT_1),
+    )
+
+    assert steps(log) == [(1, "notify"), (10, "annotate"), (11, "reclaim")]
