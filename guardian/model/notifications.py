@@ -85,6 +85,7 @@ class HistoryEntry:
     mentions: tuple[str, ...] = ()  # as written in the annotation; the notifier formats them
     next_step: LadderStep | None = None
     next_step_due: float | None = None
+    actor: str | None = None  # the Slack user whose button caused it (shown as a mention)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +122,9 @@ class Finding:
     resolved_at: float | None = None
     mentions: tuple[str, ...] = ()
     evaluation_note: str | None = None  # set when the deciding evaluation was not healthy
+    kept_until: float | None = None  # snoozed from Slack until then
+    kept_by: str | None = None  # the Slack user who pressed Keep
+    exempted_by: str | None = None  # the Slack user who pressed Exempt
 
     @property
     def open(self) -> bool:
@@ -200,6 +204,9 @@ def finding_to_dict(f: Finding) -> dict[str, Any]:
         "resolved_at": f.resolved_at,
         "mentions": list(f.mentions),
         "evaluation_note": f.evaluation_note,
+        "kept_until": f.kept_until,
+        "kept_by": f.kept_by,
+        "exempted_by": f.exempted_by,
     }
 
 
@@ -236,4 +243,7 @@ def finding_from_dict(d: Mapping[str, Any]) -> Finding:
         resolved_at=d["resolved_at"],
         mentions=tuple(d["mentions"]),
         evaluation_note=d.get("evaluation_note"),
+        kept_until=d.get("kept_until"),
+        kept_by=d.get("kept_by"),
+        exempted_by=d.get("exempted_by"),
     )
