@@ -25,6 +25,11 @@ _MEANINGS: dict[str, Meaning] = {
     "GpuIdle": "peak_utilization",
     "GpuMemoryUnderutilized": "peak_memory_ratio",
 }
+# docs/runbooks/ in the GPU Guardian repository (docs/runbooks/README.md).
+REPOSITORY_RUNBOOKS = (
+    "https://github.com/gpu-guardian/gpu-guardian/blob/main/docs/runbooks/{alertname_lower}.md"
+)
+_RUNBOOK_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _SLACK_ID = re.compile(r"^[UWS][A-Z0-9]{2,}$")
 _HHMM = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$|^24:00$")
 
@@ -268,6 +273,10 @@ class SlackSettings(StrictModel):
     no ``idle_since``; the defaults match the shipped rules (30m, 1h)."""
     cluster_label: str = "cluster"
     """Alert label that names the cluster in messages (the usual external label)."""
+    runbook_url_pattern: str | None = REPOSITORY_RUNBOOKS
+    """Where a shipped alert's runbook link points (``{alertname_lower}``,
+    ``{alertname}``): by default the pages in the repository; your fork or a mirror;
+    null: the alert's ``runbook_url`` as it is. Other alerts keep their own."""
     delivery: DeliverySettings = DeliverySettings()
     """Pacing, retries and retention of posts."""
     interactivity: InteractivitySettings = InteractivitySettings()
@@ -281,8 +290,24 @@ class SlackSettings(StrictModel):
             raise ValueError(f"api_url must start with http:// or https://, got {shown!r}")
         return url if url.endswith("/") else url + "/"
 
+    @field_validator("runbook_url_pattern")
+    @classmethod
+    def _runbooks(cls, pattern: str | None) -> str | None:
+        if pattern is None:
+            return None
+        if not pattern.startswith(("http://", "https://")):
+            raise ValueError(f"runbook_url_pattern must be an http(s) URL, got {pattern!r}")
+        unknown = set(_RUNBOOK_PLACEHOLDER.findall(pattern)) - {"alertname", "alertname_lower"}
+        if unknown:
+            raise ValueError(
+                f"unknown placeholder(s) {sorted(unknown)} in runbook_url_pattern; "
+                "use {alertname} or {alertname_lower}"
+            )
+        return pattern
+
     def finding_rules(self) -> FindingRules:
         return FindingRules(
+            runbook_url_pattern=self.runbook_url_pattern,
             prices=self.prices.table(),
             value_meaning=dict(self.value_meaning),
             idle_windows=dict(self.idle_windows),

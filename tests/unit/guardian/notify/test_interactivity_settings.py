@@ -45,3 +45,19 @@ def test_http_mode_needs_host_and_port() -> None:
     text = BASE.replace("enabled: true", "enabled: true\n    mode: http\n    listen_address: x")
     with pytest.raises(ConfigError, match="listen_address must be host:port"):
         parse_settings(text + "      admins: []\n", "guardian.yaml")
+
+
+def test_runbook_url_pattern_defaults_to_the_repository_and_checks_placeholders() -> None:
+    base = BASE + "      admins: []\n"
+    slack = parse_settings(base, "guardian.yaml").slack
+    assert slack is not None
+    assert slack.finding_rules().runbook_url_pattern == (
+        "https://github.com/gpu-guardian/gpu-guardian/blob/main/docs/runbooks/{alertname_lower}.md"
+    )
+    bad = base.replace("slack:\n", "slack:\n  runbook_url_pattern: https://wiki/{group}\n")
+    with pytest.raises(ConfigError, match=r"unknown placeholder\(s\) \['group'\]"):
+        parse_settings(bad, "guardian.yaml")
+    off = base.replace("slack:\n", "slack:\n  runbook_url_pattern: null\n")
+    slack = parse_settings(off, "guardian.yaml").slack
+    assert slack is not None
+    assert slack.finding_rules().runbook_url_pattern is None
