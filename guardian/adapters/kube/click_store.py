@@ -124,6 +124,17 @@ class ClickStore:
 
         self._update(change, now)
 
+    def forget(self, click: Click, now: float) -> None:
+        """Drop the record: the click changed nothing (refused), so pressing again later
+        (once allowed, or the kill switch off) is a new click, not a repeat."""
+
+        def change(data: dict[str, str]) -> dict[str, str] | None:
+            if data_key(click) not in data:
+                return None
+            return {k: v for k, v in data.items() if k != data_key(click)}
+
+        self._update(change, now)
+
     def _update(self, change: Any, now: float) -> None:
         with self._lock:
             for _ in range(_ATTEMPTS):

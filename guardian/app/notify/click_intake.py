@@ -5,10 +5,10 @@
    only then is it acknowledged. A twin (retried envelope, double click) is found there.
 2. **gather** (the worker): the episode as its parent shows it, the namespace's owners,
    the user's groups among those allowed, the kill switch.
-3. **plan** (pure, engine/notify/clicks.py): authorization, staleness, repeats.
-4. **act** through the ladder's executor (annotations in one conditional write with an
-   Event) or its step runner (restore), record it in the ledger, mark the click done,
-   and let the notifier update the parent and say it in the thread.
+3. **plan** (pure, engine/notify/click_plan.py): authorization, staleness, repeats.
+4. **act** (click_actions.py) through the ladder's executor or step runner, record it in
+   the ledger, mark the click done, and let the notifier update the parent and say it
+   in the thread.
 
 Only the leader holds the Socket Mode connection and acts; a click it took but did not
 finish (killed) stays pending in the cluster, and the next leader acts on it once: the
@@ -20,50 +20,36 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any, Protocol
 
-from guardian.adapters.kube.click_store import DONE, ClickStore, data_key
-from guardian.adapters.kube.executor import Executor, Hold
+from guardian.adapters.kube.click_store import DONE
 from guardian.adapters.kube.fence import NotLeader
-from guardian.adapters.kube.reader import KubeReader
-from guardian.adapters.kube.rest import Conflict
-from guardian.adapters.ledger import Ledger
+from guardian.adapters.slack.block_actions import parse_click
+from guardian.app.notify.click_actions import ClickActor
+from guardian.app.notify.click_wiring import ClickWiring
 from guardian.app.notify.service import SlackNotifier
 from guardian.app.notify.thread_handover import unpack_finding
-from guardian.app.remediation.journal import EpisodeJournal
-from guardian.app.remediation.restore import restore_workload
-from guardian.app.remediation.step_runner import StepRunner
 from guardian.engine.notify import lifecycle as lc
-from guardian.engine.notify.buttons import KEEP_FOR, ButtonAction, ButtonRules
+from guardian.engine.notify.buttons import ButtonRules
 from guardian.engine.notify.click_plan import (
-    CLICK_ANNOTATION,
     OWNERS_ANNOTATION,
     Access,
     Click,
     ClickFacts,
-    ClickOutcome,
     ClickPlan,
     allowed_ids,
     plan_click,
 )
 from guardian.engine.notify.findings import split_mentions
 from guardian.model.notifications import Finding
-from guardian.model.policies import Annotations, HpaPolicy, Mode, ReclaimPolicy
-from guardian.model.reclaim import PlannedAction, WorkloadState
-from guardian.model.remediation_events import (
-    LadderStep,
-    RemediationEvent,
-    StepOutcome,
-    WorkloadRef,
-)
-from guardian.model.times import rfc3339
-from guardian_common.errors import GuardianError, PermanentError
+from guardian.model.policies import Annotations
+from guardian_common.errors import GuardianError, TransientError
 
 logger = logging.getLogger(__name__)
 
 _SWEEP_EVERY = 2.0  # clicks a standby took (HTTP) or a dead leader left pending
+_GIVE_UP_AFTER = 600.0  # a click still failing after 10 minutes is answered and dropped
 _CONFLICTS = 3
 
 
@@ -73,45 +59,6 @@ class SlackPeople(Protocol):
     def post_ephemeral(self, channel: str, user: str, text: str) -> None: ...
 
     def usergroup_members(self, group: str) -> tuple[str, ...]: ...
-
-
-@dataclass(frozen=True)
-class ClickWiring:
-    """What a click acts through: the ladder's own parts."""
-
-    store: ClickStore
-    reader: KubeReader
-    executor: Executor
-    steps: StepRunner
-    ledger: Ledger
-    controller_namespace: str
-    kill_switch: Callable[[], bool]  # the settings' switch
-    is_leader: Callable[[], bool]
-    journal: EpisodeJournal | None = None
-    policies: Callable[[], Sequence[ReclaimPolicy]] = tuple
-    dry_run: Callable[[], bool] = lambda: False
-
-
-def parse_click(payload: dict[str, Any]) -> Click | None:
-    """The click in a ``block_actions`` payload (None: not a button of a message)."""
-    actions = payload.get("actions") or []
-    container = payload.get("container") or {}
-    if not actions or container.get("type", "message") != "message":
-        return None
-    action = actions[0]
-    channel = container.get("channel_id") or (payload.get("channel") or {}).get("id")
-    ts = container.get("message_ts") or (payload.get("message") or {}).get("ts")
-    user = (payload.get("user") or {}).get("id")
-    if not (channel and ts and user and action.get("action_id")):
-        return None
-    return Click(
-        str(action["action_id"]),
-        str(action.get("value") or ""),
-        str(user),
-        str(channel),
-        str(ts),
-        float(action.get("action_ts") or 0.0),
-    )
 
 
 class ClickService:
@@ -125,6 +72,7 @@ class ClickService:
     ) -> None:
         self.notifier = notifier
         self.w = wiring
+        self._actor = ClickActor(wiring)
         self.people = people
         self.access = access
         self.clock = clock
@@ -132,6 +80,7 @@ class ClickService:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_sweep = float("-inf")
+        self._queued: set[str] = set()  # taken here, not acted on yet: not the sweep's
         self.acted = 0
 
     @property
@@ -148,6 +97,7 @@ class ClickService:
         twin = self.w.store.record(click, self.clock())  # a standby too: the leader sweeps
         if twin is None:
             if self.w.is_leader():
+                self._queued.add(click.key)
                 self._queue.put(click)
         elif twin.state == DONE:
             self._answer(
@@ -179,6 +129,7 @@ class ClickService:
                 click = None
             try:
                 if click is not None:
+                    self._queued.discard(click.key)
                     self.process(click)
                 if self.clock() - self._last_sweep >= _SWEEP_EVERY:
                     self.sweep()
@@ -192,11 +143,14 @@ class ClickService:
         self._last_sweep = self.clock()
         if not self.w.is_leader():
             return 0
-        pending = self.w.store.pending()
+        pending = [r for r in self.w.store.pending() if r.click.key not in self._queued]
         for record in pending:
-            logger.warning(
-                "slack: click %s was taken but never finished: acting on it", record.click.key
-            )
+            if self.clock() - record.at > _GIVE_UP_AFTER:
+                why = "GPU Guardian could not act on it in time; press the button again"
+                self._answer(record.click, ClickPlan(None, f"Nothing changed: {why}."))
+                self.w.store.finish(record.click, self.clock(), "given up")
+                continue
+            logger.info("slack: click %s taken but not finished: acting on it", record.click.key)
             self.process(record.click)
         return len(pending)
 
@@ -225,13 +179,15 @@ class ClickService:
                 "slack: click %s by %s not acted on: %s", click.action_id, click.user, plan.reason
             )
             self._answer(click, plan)
-            self.w.store.finish(click, now, f"refused: {plan.reason}")
+            self.w.store.forget(click, now)  # nothing changed: a later press is a new click
             return
         try:
-            outcome, event = self._act(click, plan.action, plan, f, f.workload, now)
-        except PermanentError as exc:
+            outcome, event = self._actor.act(click, plan.action, plan, f, f.workload, now)
+        except (NotLeader, TransientError):
+            raise  # stays pending: the sweep (or the next leader) tries again
+        except GuardianError as exc:  # a retry cannot help: say so, once
             self._answer(click, ClickPlan(None, f"Nothing changed: {exc}"))
-            self.w.store.finish(click, now, f"failed: {exc}")
+            self.w.store.forget(click, now)
             return
         self.w.store.finish(click, now, outcome.done)
         self.acted += 1
@@ -290,103 +246,3 @@ class ClickService:
             self.people.post_ephemeral(click.channel_id, click.user, plan.answer)
         except GuardianError as exc:  # the user sees nothing happen, and may press again
             logger.warning("slack: could not answer %s: %s", click.user, exc)
-
-    # -------------------------------------------------------------- act
-    def _act(
-        self,
-        click: Click,
-        action: ButtonAction,
-        plan: ClickPlan,
-        f: Finding,
-        ref: WorkloadRef,
-        now: float,
-    ) -> tuple[ClickOutcome, RemediationEvent | None]:
-        base = ClickOutcome(f.episode, click.key, action, click.user, now, plan.keep_until)
-        if action is ButtonAction.RESTORE:
-            who = f"Slack user {click.user}"
-            try:
-                done = restore_workload(ref, self.w.reader, self.w.steps, now, who=who)
-            except PermanentError:
-                ws = self.w.reader.workload(ref)
-                if Annotations.RESTORED_AT not in ws.annotations:
-                    raise
-                done = "it was restored already"
-            return _with(base, done), None  # the step runner recorded the ledger event
-        if action is ButtonAction.RECLAIM_NOW:
-            return _with(base, self._reclaim_now(click, f, ref, now)), None
-        annotations = {CLICK_ANNOTATION: data_key(click)}
-        if action in KEEP_FOR and plan.keep_until is not None:
-            annotations[Annotations.SNOOZE_UNTIL] = rfc3339(plan.keep_until)
-            reason = "GPUIdleKept"
-        else:
-            annotations[Annotations.EXCLUDE] = "true"
-            reason = "GPUIdleExempted"
-        ladder = self._ladder_episode(f)
-        done = self._hold(ref, Hold(annotations, reason, plan.reason, ladder), now)
-        event = RemediationEvent(
-            ladder,
-            ref,
-            LadderStep.GRACE,
-            StepOutcome.REFUSED,
-            now,
-            f.policy or "",
-            plan.reason,
-            f.labels,
-        )
-        return _with(base, done), event
-
-    def _hold(self, ref: WorkloadRef, hold: Hold, now: float) -> str:
-        for _ in range(_CONFLICTS):
-            ws = self.w.reader.workload(ref)
-            if ws.annotations.get(CLICK_ANNOTATION) == hold.annotations[CLICK_ANNOTATION]:
-                return "found applied (a leader before this one did it)"
-            try:
-                return self.w.executor.hold(ws, hold, now).message
-            except Conflict:
-                logger.info("slack: %s changed under a click; reading it again", ref)
-        raise PermanentError(f"{ref} kept changing; press the button again")
-
-    def _reclaim_now(self, click: Click, f: Finding, ref: WorkloadRef, now: float) -> str:
-        """The ladder's reclaim step, now: the policy's own switches, the same runner."""
-        policy = next((p for p in self.w.policies() if p.name == f.policy), None)
-        if policy is None or policy.spec.mode is not Mode.ENFORCE:
-            raise PermanentError(f"policy {f.policy or '(none)'} does not enforce here")
-        action = PlannedAction(
-            ref,
-            LadderStep.RECLAIM,
-            policy.name,
-            self._ladder_episode(f),
-            f"reclaim now, requested by Slack user {click.user}",
-            self.w.dry_run(),
-            f.labels,
-            delete_pod=policy.spec.allow_pod_deletion,
-            hpa_record=policy.spec.hpa is HpaPolicy.RECORD,
-        )
-
-        def check() -> tuple[PlannedAction, WorkloadState] | None:
-            ws = self.w.reader.workload(ref)
-            if Annotations.RECLAIMED_AT in ws.annotations:
-                return None  # done already (a leader before this one, or the ladder)
-            if ws.hpa is not None and not action.hpa_record:
-                raise PermanentError(f"an HPA scales {ref} and policy {policy.name} refuses")
-            return action, ws
-
-        if self.w.journal is not None:
-            self.w.journal.claim(action, f.active_at, now)
-        report = self.w.steps.run(check, now)
-        if report.result is None and report.error is None:
-            return "it was reclaimed already"
-        return report.done().message
-
-    def _ladder_episode(self, f: Finding) -> str:
-        if self.w.journal is not None:
-            for r in self.w.journal.episodes():
-                if r.slack is not None and r.slack.alert_episode == f.episode:
-                    return r.episode
-        return f.episode
-
-
-def _with(base: ClickOutcome, done: str) -> ClickOutcome:
-    return ClickOutcome(
-        base.episode, base.key, base.action, base.user, base.at, base.keep_until, done
-    )

@@ -17,7 +17,8 @@ from guardian.adapters.kube.click_store import ClickStore
 from guardian.adapters.slack.http_intake import InteractivityServer
 from guardian.adapters.slack.socket_intake import SocketModeListener
 from guardian.adapters.slack.transport import WebApiTransport
-from guardian.app.notify.click_intake import ClickService, ClickWiring
+from guardian.app.notify.click_intake import ClickService
+from guardian.app.notify.click_wiring import ClickWiring
 from guardian.app.notify.secrets import read_secret
 from guardian.app.notify.service import SlackNotifier
 from guardian.app.remediation.build import RemediationParts

@@ -34,6 +34,7 @@ LABELS = {
     ButtonAction.RESTORE: "Restore",
     ButtonAction.RECLAIM_NOW: "Reclaim now",
 }
+_COUNTDOWN = (LadderStep.ANNOTATE, LadderStep.GRACE, LadderStep.RECLAIM)
 KEEP_FOR = {ButtonAction.KEEP_4H: 4 * 3600.0, ButtonAction.KEEP_24H: 24 * 3600.0}
 
 
@@ -59,7 +60,9 @@ def offered(f: Finding, rules: ButtonRules) -> tuple[ButtonAction, ...]:
     if not f.open or f.exempted_by is not None:
         return ()
     out = [ButtonAction.KEEP_4H, ButtonAction.KEEP_24H, ButtonAction.EXEMPT]
-    grace = f.phase is Phase.GRACE and f.next_step is LadderStep.RECLAIM
+    # The grace period runs from the notification until the reclaim: the ladder has a
+    # step of it pending (annotate, then reclaim) with a due time.
+    grace = f.next_step in _COUNTDOWN and f.next_step_due is not None
     enforced = f.last_outcome is not StepOutcome.DRY_RUN
     if rules.reclaim_now and grace and enforced and f.kept_until is None:
         out.append(ButtonAction.RECLAIM_NOW)

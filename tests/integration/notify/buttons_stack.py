@@ -32,7 +32,13 @@ ENV = {"E2E_SLACK_TOKEN": TOKEN, "E2E_SLACK_APP_TOKEN": APP_TOKEN, "E2E_SIGNING"
 
 
 def write_config(
-    tmp_path: Path, prom_url: str, kubeconfig: Path, slack: FakeSlack, mode: str = "socket"
+    tmp_path: Path,
+    prom_url: str,
+    kubeconfig: Path,
+    slack: FakeSlack,
+    mode: str = "socket",
+    *,
+    reclaim_now: bool = False,
 ) -> Path:
     (tmp_path / "policies.yaml").write_text(POLICY, encoding="utf-8")
     config = {
@@ -58,6 +64,7 @@ def write_config(
                 "app_token_env": "E2E_SLACK_APP_TOKEN",
                 "signing_secret_env": "E2E_SIGNING",
                 "listen_address": "127.0.0.1:0",
+                "reclaim_now": reclaim_now,
                 "authorized": {"by_namespace": {"ml": [ALICE, ONCALL]}},
             },
         },
@@ -119,8 +126,17 @@ def buttons(message: Message) -> list[str]:
     return [e["action_id"] for b in message.blocks if b["type"] == "actions" for e in b["elements"]]
 
 
-def events(kube: FakeKubeAPI, reason: str) -> list[dict[str, Any]]:
-    return [e for e in kube.objects("Event", "ml") if e.get("reason") == reason]
+def events(kube: FakeKubeAPI, reason: str, workload: str | None = None) -> list[dict[str, Any]]:
+    return [
+        e
+        for e in kube.objects("Event", "ml")
+        if e.get("reason") == reason and workload in (None, e["involvedObject"]["name"])
+    ]
+
+
+def times(kube: FakeKubeAPI, reason: str, workload: str) -> int:
+    """How often the Event of ``reason`` was posted on ``workload`` (a repeat bumps it)."""
+    return sum(int(e.get("count") or 1) for e in events(kube, reason, workload))
 
 
 def annotation(kube: FakeKubeAPI, workload: str, key: str = SNOOZE) -> str | None:

@@ -35,6 +35,7 @@ from .buttons_stack import (
     controller,
     events,
     parent,
+    times,
     wait,
     write_config,
 )
@@ -72,6 +73,10 @@ def test_keep_refuse_replay_and_restore_over_socket_mode(
         wait("the refusal", lambda: bool(slack.ephemerals(MALLORY)))
         assert "not allowed" in slack.ephemerals(MALLORY)[0].text
         assert annotation(kube, "idle-train") is None
+        # A refused click is not remembered as done: pressing again is refused again.
+        assert slack.redeliver(refused).wait_acked(3)
+        wait("the second refusal", lambda: len(slack.ephemerals(MALLORY)) == 2)
+        assert "not allowed" in slack.ephemerals(MALLORY)[1].text
 
         # Alice keeps it for 4 hours.
         pressed = time.time()
@@ -90,13 +95,14 @@ def test_keep_refuse_replay_and_restore_over_socket_mode(
         echo = [r for r in parent(slack, "idle-train").replies if "kept it until" in r.text]
         assert len(echo) == 1
         assert f"<@{ALICE}>" in echo[0].blocks[0]["text"]["text"]
-        assert len(events(kube, "GPUIdleKept")) == 1
+        assert times(kube, "GPUIdleKept", "idle-train") == 1
 
         # The same click again (Slack retried it, or a double click): acted on once.
         again = slack.redeliver(kept)
         assert again.wait_acked(3)
         wait("the repeat's answer", lambda: bool(slack.ephemerals(ALICE)))
         assert "already done" in slack.ephemerals(ALICE)[0].text
+        assert times(kube, "GPUIdleKept", "idle-train") == 1
 
         # A member of an allowed user group may press too.
         other = parent(slack, "race-train")

@@ -29,8 +29,8 @@ from .buttons_stack import (
     TOKEN,
     annotation,
     controller,
-    events,
     parent,
+    times,
     wait,
     write_config,
 )
@@ -80,7 +80,7 @@ def test_a_click_taken_by_a_dead_leader_is_acted_on_once_by_the_next(
         assert clicks.service.sweep() == 1
         assert annotation(kube, "idle-train") is not None
         assert clicks.service.sweep() == 0  # done: never again
-        assert len(events(kube, "GPUIdleKept")) == 1
+        assert times(kube, "GPUIdleKept", "idle-train") == 1
 
         def echoed() -> bool:
             b.drain()
@@ -93,7 +93,7 @@ def test_a_click_taken_by_a_dead_leader_is_acted_on_once_by_the_next(
         undone = {k: v.replace('"state":"done"', '"state":"pending"') for k, v in done.items()}
         kube.patch("ConfigMap", NAME, {"data": undone}, NAMESPACE)
         assert clicks.service.sweep() == 1
-        assert len(events(kube, "GPUIdleKept")) == 1
+        assert times(kube, "GPUIdleKept", "idle-train") == 1
         b.drain()
     [only] = [m for m in slack.messages(CHANNEL.id) if "idle-train" in m.text]
     assert [r.text for r in only.replies].count(
