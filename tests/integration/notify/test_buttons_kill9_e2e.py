@@ -87,6 +87,7 @@ def test_a_leader_killed_between_ack_and_action_acts_once_through_the_next(
     wait_for("idle-x's parent shared", lambda: handed_over(kube, IDLE_X), 120)
     message = wait_for("idle-x's buttons", lambda: _with_buttons(slack), 30)
     assert slack.socket_mode.wait_connected(1, 10)
+    assert slack.socket_mode.open_connections == 1  # the leader's; the standby holds none
 
     # a's read of the workload (the action's first step) stalls in the API server.
     path = f"deployments/{IDLE_X.workload}$"
@@ -101,6 +102,7 @@ def test_a_leader_killed_between_ack_and_action_acts_once_through_the_next(
     assert Annotations.SNOOZE_UNTIL not in (meta.get("annotations") or {})
 
     wait_for("replica b to take the Lease over", lambda: replicas.leader() == "b", 30)
+    assert slack.socket_mode.wait_connected(1, 10)  # b opened its own
 
     def snoozed() -> str | None:
         obj = kube.get("Deployment", IDLE_X.workload, IDLE_X.namespace)
@@ -117,10 +119,14 @@ def test_a_leader_killed_between_ack_and_action_acts_once_through_the_next(
     ]
     assert [e["count"] for e in kept] == [1]
     assert click.attempts == 1  # acked by a: Slack never sent it again
-    record = kube.get("ConfigMap", NAME, "gpu-guardian")["data"]
-    assert f'"state":"{DONE}"' in record[data_key_of(click.payload)]
+    key = data_key_of(click.payload)
+
+    def done() -> bool:
+        return f'"state":"{DONE}"' in kube.get("ConfigMap", NAME, "gpu-guardian")["data"][key]
+
+    wait_for("the click marked done", done, 10)
     obj = kube.get("Deployment", IDLE_X.workload, IDLE_X.namespace)
-    assert obj["metadata"]["annotations"][CLICK_ANNOTATION] == data_key_of(click.payload)
+    assert obj["metadata"]["annotations"][CLICK_ANNOTATION] == key
 
     def echoed() -> list[str] | None:
         [parent] = parents(slack, IDLE_X)
