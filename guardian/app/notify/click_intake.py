@@ -67,14 +67,14 @@ class ClickService:
         notifier: SlackNotifier,
         wiring: ClickWiring,
         people: SlackPeople,
-        access: Access,
+        access: Callable[[], Access],
         clock: Callable[[], float],
     ) -> None:
         self.notifier = notifier
         self.w = wiring
         self._actor = ClickActor(wiring)
         self.people = people
-        self.access = access
+        self._access = access  # read per click: a config reload applies at once
         self.clock = clock
         self._queue: queue.Queue[Click] = queue.Queue()
         self._stop = threading.Event()
@@ -84,8 +84,12 @@ class ClickService:
         self.acted = 0
 
     @property
+    def access(self) -> Access:
+        return self._access()
+
+    @property
     def rules(self) -> ButtonRules:
-        return self.notifier.buttons
+        return self.notifier.button_rules()
 
     # -------------------------------------------------------------- take
     def accept(self, payload: dict[str, Any]) -> bool:

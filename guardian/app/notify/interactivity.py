@@ -24,6 +24,7 @@ from guardian.app.notify.service import SlackNotifier
 from guardian.app.remediation.build import RemediationParts
 from guardian.app.settings.slack import SlackSettings
 from guardian.engine.notify.buttons import ButtonRules
+from guardian.engine.notify.click_plan import Access
 from guardian_common.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -115,10 +116,17 @@ def build_interactivity(
         policies=lambda: loop.policies,
         dry_run=lambda: loop.planner.dry_run,
     )
-    notifier.buttons = ButtonRules(
-        enabled=True, kill_switch=loop.planner.kill_switch, reclaim_now=i.reclaim_now
-    )
-    service = ClickService(notifier, wiring, people, i.authorized.access(), clock)
+
+    def rules() -> ButtonRules:  # read at each intake: a reload applies at once
+        slack = notifier.settings.interactivity
+        return ButtonRules(True, loop.planner.kill_switch, slack.reclaim_now)
+
+    notifier.button_rules = rules
+
+    def access() -> Access:  # the notifier's settings: a reload changes who may press
+        return notifier.settings.interactivity.authorized.access()
+
+    service = ClickService(notifier, wiring, people, access, clock)
     listener: Listener
     if i.mode == "socket":
         app_token = read_secret(

@@ -120,7 +120,8 @@ class SlackNotifier:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_tick = float("-inf")
-        self.buttons: ButtonRules = NO_BUTTONS  # set when clicks are wired (clicks.py)
+        # Which buttons parents offer, asked at each intake (interactivity.py sets it).
+        self.button_rules: Callable[[], ButtonRules] = lambda: NO_BUTTONS
 
     @classmethod
     def from_settings(
@@ -277,7 +278,7 @@ class SlackNotifier:
             now,
             webhook=self._planner.webhook,
             prune_before=prune_before,
-            buttons=self.buttons,
+            buttons=self.button_rules(),
         )
 
     def _write(self, rows: IntakeRows) -> None:
