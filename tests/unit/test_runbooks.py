@@ -57,7 +57,7 @@ def test_the_index_lists_every_page() -> None:
     pages = {p.name for p in RUNBOOKS.glob("*.md")} - {"README.md"}
     linked = set(re.findall(r"\]\(([a-z]+\.md)\)", index))
     assert pages == linked
-    assert pages == {f"{a.lower()}.md" for a in ALERTS}
+    assert {f"{a.lower()}.md" for a in ALERTS} <= pages
 
 
 def test_links_of_other_alerts_are_kept() -> None:
