@@ -1,12 +1,16 @@
-"""``guardian policies check FILES...``: validate ReclaimPolicy files and report overlaps."""
+"""``guardian policies check FILES...``: validate policy files and report overlaps;
+``guardian policies crd``: print the CustomResourceDefinitions."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+import yaml
+
 from guardian.app.remediation.policy_files import check_report
 from guardian.cli._common import EXIT_FAILURE, EXIT_OK, SubParsers, config_error
+from guardian.model.policies_crd import crds
 from guardian_common.errors import ConfigError
 
 
@@ -15,6 +19,14 @@ def register(subparsers: SubParsers) -> None:
     parser = subparsers.add_parser("check", help=text, description=text)
     parser.add_argument("files", nargs="+", metavar="FILE", help="policy files (globs allowed)")
     parser.set_defaults(handler=run_check)
+    text = "print the ClusterReclaimPolicy and ReclaimPolicy CustomResourceDefinitions (YAML)"
+    crd = subparsers.add_parser("crd", help=text, description=text)
+    crd.set_defaults(handler=run_crd)
+
+
+def run_crd(_args: argparse.Namespace) -> int:
+    print(yaml.safe_dump_all(crds(), sort_keys=False), end="")
+    return EXIT_OK
 
 
 def run_check(args: argparse.Namespace) -> int:

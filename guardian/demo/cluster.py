@@ -29,7 +29,7 @@ from guardian.demo.fleet import (
     Placement,
     Workload,
     container_id,
-    gpu_uuid,
+    device_id,
     stable_uid,
 )
 from guardian.model.times import rfc3339
@@ -131,7 +131,7 @@ class DemoCluster:
                     s.name,
                     "main",
                     GPU_RESOURCE,
-                    (gpu_uuid(node, s.placement.gpu),),
+                    (device_id(node, s.placement),),
                 )
                 for s in self.slots
                 if s.placement.node == node

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from guardian.demo.config import EVALUATION_INTERVAL_S
 from guardian.demo.fleet import (
+    CHAT,
     DOOMED_NODE,
     INFERENCE,
     NOTEBOOK,
+    SHARED_NOTEBOOK,
     SWEEP,
     TRAINING,
     UNLABELLED,
@@ -132,6 +135,30 @@ def inference_notify_only(ev: Evidence) -> Outcome:
     return Outcome("low-memory inference: memory alert, notify only", ok, detail)
 
 
+def shared_idle_pod_notified(ev: Evidence) -> Outcome:
+    """On the time-sliced GPU: the idle pod's share is reported, its busy neighbour is not."""
+    name = "shared GPU: the idle pod is notified, its busy neighbour untouched"
+    idle = SHARED_NOTEBOOK
+    fired = ev.alerts.ever("GpuShareIdle", namespace=idle.namespace, workload=idle.name)
+    neighbour = [
+        a
+        for alert in ("GpuShareIdle", "GpuIdle")
+        for state in ("pending", "firing")
+        for a in ev.alerts.ever(alert, state, namespace=CHAT.namespace, workload=CHAT.name)
+    ]
+    ok, detail = _untouched(ev, CHAT.namespace, CHAT.name, CHAT.replicas)
+    ok = ok and bool(fired) and not neighbour
+    detail = f"GpuShareIdle fired {len(fired)}x for {idle.name}; {CHAT.name}: {detail}"
+    if neighbour:
+        detail += f"; but {neighbour[0]['alertname']} went {len(neighbour)}x for {CHAT.name}"
+    if ev.slack is not None:
+        posted = _parents(ev, idle.name)
+        shares = [p for p in posted if "50.0% of the GPU" in json.dumps(p.blocks)]
+        ok = ok and bool(shares) and not _parents(ev, CHAT.name)
+        detail += f"; posted with its 50% share: {len(shares)} message"
+    return Outcome(name, ok, detail)
+
+
 def unlabelled_pod_grouped(ev: Evidence) -> Outcome:
     ok = ev.unassigned_series > 0
     who = f"{UNLABELLED.namespace}/{UNLABELLED.name}"
@@ -248,6 +275,7 @@ CHECKS: tuple[Callable[[Evidence], Outcome], ...] = (
     notebook_reclaimed,
     training_untouched,
     inference_notify_only,
+    shared_idle_pod_notified,
     unlabelled_pod_grouped,
     dead_exporter,
     slack_threads,

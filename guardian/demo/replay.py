@@ -49,6 +49,7 @@ def replay_history(
     kubeconfig: Path,
     since: float,
     until: float,
+    policies: Path | None = None,
 ) -> ReplayRun:
     span = ["--config", str(config), "--since", f"{since:.3f}", "--until", f"{until:.3f}"]
     quiet = ["--progress", "none"]
@@ -64,6 +65,8 @@ def replay_history(
         "--chunk",
         "30s",
     ]
+    if policies is not None:  # the controllers read it as an object; simulate, as a file
+        simulate += ["--policies", str(policies)]
     timeline.heading("replay: guardian simulate over the demo's own history")
     timeline.plain("$ guardian simulate --config guardian.yaml --from-cluster --since <start> ...")
     sim_code, sim_out = _run(procs, "guardian-simulate", simulate, 120.0)

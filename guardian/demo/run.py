@@ -111,6 +111,7 @@ def run_demo(request: DemoRequest, out: TextIO) -> int:
                     kubeconfig=stack.kubeconfig,
                     since=started,
                     until=time.time(),
+                    policies=stack.policy_file,
                 )
     except (KeyboardInterrupt, _Terminated):
         timeline.plain("\ninterrupted: stopping everything the demo started")

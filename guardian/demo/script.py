@@ -1,6 +1,6 @@
 """The demo's story, driven by what actually happens (never by fixed sleeps):
 
-1. wait for Prometheus's first scrape of both exporters;
+1. wait for Prometheus's first scrape of the three exporters;
 2. watch the idle notebook go through notify → annotate → grace → reclaim; once it is
    annotated (and its Slack parent handed over), kill the leading ``guardian run`` with
    SIGKILL: the other replica takes the Lease over and goes on from the shared episode
@@ -12,8 +12,9 @@
    *Keep 4h* on it (with the fake Slack): the sweep gets ``snooze-until``, the parent
    says who kept it until when, and so does its thread;
 4. once a pipeline alert fires for it, restore the notebook with ``guardian restore``;
-5. finish when the notebook runs again, the inference pod's memory alert has fired, and
-   Slack has been quiet for a moment; or give up at the deadline.
+5. finish when the notebook runs again, the inference pod's memory alert and the shared
+   GPU's idle-share alert have fired, and Slack has been quiet for a moment; or give up at
+   the deadline.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from dataclasses import dataclass, field
 
 from guardian.demo import config as cfg
 from guardian.demo.fleet import (
+    CHAT,
     DOOMED_NODE,
     INFERENCE,
     NODES,
     NOTEBOOK,
+    SHARED_NOTEBOOK,
     SWEEP,
     TRAINING,
     UNLABELLED,
@@ -84,7 +87,8 @@ class DemoScript:
         self.ledger = LedgerObserver(
             [self.replicas.state_dir(n) / "state.db" for n in self.replicas.specs]
         )
-        deployments = [(w.namespace, w.name) for w in (TRAINING, NOTEBOOK, INFERENCE, SWEEP)]
+        watched = (TRAINING, NOTEBOOK, INFERENCE, SWEEP, CHAT, SHARED_NOTEBOOK)
+        deployments = [(w.namespace, w.name) for w in watched]
         self.kube = KubeObserver(self.cluster.kube, deployments)
         if s.slack is not None:
             self.slack_obs = SlackObserver(s.slack, s.channel)
@@ -298,5 +302,9 @@ class DemoScript:
         memory = self.alerts.ever(
             "GpuMemoryUnderutilized", namespace=INFERENCE.namespace, workload=INFERENCE.name
         )
+        shared = self.alerts.ever(
+            "GpuShareIdle", namespace=SHARED_NOTEBOOK.namespace, workload=SHARED_NOTEBOOK.name
+        )
         quiet = self.monotonic() - self._last_event >= QUIET_S
-        return self._restored and replicas == NOTEBOOK.replicas and bool(memory) and quiet
+        done = self._restored and replicas == NOTEBOOK.replicas
+        return done and bool(memory) and bool(shared) and quiet

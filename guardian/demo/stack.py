@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+import yaml
+
 from exporter.sim.kubelet import FakeKubelet
 from guardian.demo import config as cfg
 from guardian.demo.cluster import DemoCluster, start_kubelets
@@ -26,6 +28,7 @@ from guardian.demo.processes import Child, ProcessGroup, wait_http_ok
 from guardian.demo.profile import DemoProfile, write_profile_rules
 from guardian.demo.replicas import Replicas
 from guardian.demo.timeline import Timeline
+from guardian.model.policies_crd import crds
 from guardian.sim.kubeapi import FakeKubeAPI
 from guardian.sim.prometheus_server import (
     LocalPrometheus,
@@ -83,6 +86,7 @@ class DemoStack:
     exporter_ports: dict[str, int] = field(default_factory=dict)
     replicas: Replicas | None = None
     kubeconfig: Path | None = None
+    policy_file: Path | None = None  # the policy object's YAML, for guardian simulate
     socket_dir: Path | None = None
 
     @property
@@ -205,8 +209,16 @@ class DemoStack:
         prometheus = need(self.prometheus, "Prometheus")
         kubeconfig = need(self.kubeconfig, "the fake API")
         kube = need(self.kube, "the fake API")
-        policy = self.workdir / "policies.yaml"
-        policy.write_text(cfg.POLICY, encoding="utf-8")
+        # The policy is an object, as an admin would `kubectl apply` it; the controllers
+        # watch it. The file is what `guardian simulate` replays at the end.
+        for crd in crds():
+            kube.create(crd)
+        kube.create(yaml.safe_load(cfg.POLICY))
+        self.policy_file = self.workdir / "policy.yaml"
+        self.policy_file.write_text(cfg.POLICY, encoding="utf-8")
+        self.timeline.event(
+            "cluster", f"ClusterReclaimPolicy {cfg.POLICY_NAME} created (CRDs installed)"
+        )
 
         def config_for(spec: cfg.ReplicaSpec) -> dict[str, object]:
             return cfg.controller_config(
@@ -214,7 +226,7 @@ class DemoStack:
                 rule_files=rules,
                 replica=spec,
                 kubeconfig=kubeconfig,
-                policy_files=[policy],
+                policy_files=[],
                 slack=cfg.SlackTarget(slack_url, self.channel, buttons=self.slack is not None),
                 profile=self.options.profile,
             )
@@ -227,7 +239,8 @@ class DemoStack:
             self.timeline.event(
                 "engine",
                 f"guardian run, replica {name} (pid {child.pid}): {len(rules)} rule files, "
-                f"policy {cfg.POLICY_NAME} in enforce mode, grace {cfg.GRACE_PERIOD_S}s",
+                f"ClusterReclaimPolicy {cfg.POLICY_NAME} in enforce mode, "
+                f"grace {cfg.GRACE_PERIOD_S}s",
             )
 
     @property

@@ -13,10 +13,13 @@ from typing import Literal
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
-from guardian_common.config_types import Bool, DurationOrZero, Int, StrictModel
+from guardian.model.policies_windows import ActiveWindow
+from guardian_common.config_types import Bool, Duration, DurationOrZero, Int, StrictModel
 
 API_VERSION = "gpu-guardian.io/v1alpha1"
-KIND = "ReclaimPolicy"
+KIND = "ReclaimPolicy"  # namespaced: a team's (in files without a namespace: cluster-wide)
+CLUSTER_KIND = "ClusterReclaimPolicy"  # the platform admin's
+KINDS = (CLUSTER_KIND, KIND)
 PREFIX = "gpu-guardian.io/"
 
 
@@ -44,8 +47,19 @@ class Annotations:
     REASON = PREFIX + "reason"
     # Written by restore: the warm-up clock restarts from it.
     RESTORED_AT = PREFIX + "restored-at"
+    # The checkpoint handshake: we ask, the workload acknowledges (docs/policies.md).
+    RECLAIM_REQUESTED_AT = PREFIX + "reclaim-requested-at"
+    CHECKPOINTED_AT = PREFIX + "checkpointed-at"
 
-    FLAG_KEYS = (FLAGGED_AT, EPISODE, RULE, EVIDENCE, PENDING_ACTION, PENDING_ACTION_AT)
+    FLAG_KEYS = (
+        FLAGGED_AT,
+        EPISODE,
+        RULE,
+        EVIDENCE,
+        PENDING_ACTION,
+        PENDING_ACTION_AT,
+        RECLAIM_REQUESTED_AT,
+    )
     RECLAIM_KEYS = (
         ORIGINAL_REPLICAS,
         ORIGINAL_MIN_REPLICAS,
@@ -73,6 +87,24 @@ class Mode(StrEnum):
 class HpaPolicy(StrEnum):
     REFUSE = "refuse"  # do not reclaim a workload an HPA scales
     RECORD = "record"  # record the HPA's minReplicas, scale to 0, restore both
+
+
+class ReclaimWhen(StrEnum):
+    ALWAYS = "always"  # an idle workload is reclaimed once the ladder allows it
+    DEMAND = "demand"  # ... and only while pods that could use its GPUs wait (Pending)
+
+
+class OnTimeout(StrEnum):
+    RECLAIM = "reclaim"  # no acknowledgement in time: reclaim anyway
+    GIVE_UP = "giveUp"  # no acknowledgement in time: do not reclaim this episode, say so
+
+
+class Delegation(StrEnum):
+    """What namespaced ReclaimPolicies may do under a ClusterReclaimPolicy."""
+
+    NONE = "none"  # they have no effect
+    ALLOW = "allow"  # the cluster policy acts; a team's policy may narrow it
+    OPT_IN = "optIn"  # the cluster policy acts only where a team's policy opts in
 
 
 class SelectorRequirement(StrictModel):
@@ -188,6 +220,25 @@ class Limits(StrictModel):
     per_namespace_per_hour: Int = Field(default=10, ge=0, alias="perNamespacePerHour")
 
 
+class ReclaimCondition(StrictModel):
+    """When the reclaim step may run at all (``reclaim.when``)."""
+
+    when: ReclaimWhen = ReclaimWhen.ALWAYS
+    pending_for: DurationOrZero = Field(default=300.0, alias="pendingFor")
+    """With ``when: demand``: how long a pod that could use the GPUs must have been
+    Pending. 5m: longer than a scheduler retry, shorter than a grace period."""
+
+
+class Checkpoint(StrictModel):
+    """The checkpoint handshake: ask before reclaiming, wait for the acknowledgement."""
+
+    enabled: Bool = False
+    timeout: Duration = 900.0
+    """Seconds to wait for ``checkpointed-at`` after ``reclaim-requested-at``. 15m: time
+    for a training job to write a checkpoint."""
+    on_timeout: OnTimeout = Field(default=OnTimeout.RECLAIM, alias="onTimeout")
+
+
 class Exclusions(StrictModel):
     namespaces: tuple[str, ...] = ()
     workload_selector: LabelSelector | None = Field(default=None, alias="workloadSelector")
@@ -210,10 +261,17 @@ class PolicySpec(StrictModel):
     """Take no ladder step while the alert is silenced or inhibited in Alertmanager (or
     Alertmanager cannot say): an on-call who silences GpuIdle expects nothing reclaimed.
     Only with an ``alertmanager:`` section in the controller's config."""
+    active_windows: tuple[ActiveWindow, ...] = Field(default=(), alias="activeWindows")
+    """kube-downscaler's syntax, ``Mon-Fri 07:30-20:30 Europe/Berlin``; empty: always."""
+    notify_outside_windows: Bool = Field(default=True, alias="notifyOutsideWindows")
+    reclaim: ReclaimCondition = ReclaimCondition()
+    checkpoint: Checkpoint = Checkpoint()
+    delegation: Delegation = Delegation.NONE
 
 
 class PolicyMeta(StrictModel):
     name: str
+    namespace: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
 
@@ -226,11 +284,25 @@ class PolicyMeta(StrictModel):
 
 
 class ReclaimPolicy(StrictModel):
+    """A ClusterReclaimPolicy, or a ReclaimPolicy: namespaced (a team's) when it has a
+    ``metadata.namespace``; in a file without one it is cluster-wide, as it always was."""
+
     api_version: Literal["gpu-guardian.io/v1alpha1"] = Field(alias="apiVersion")
-    kind: Literal["ReclaimPolicy"]
+    kind: Literal["ReclaimPolicy", "ClusterReclaimPolicy"]
     metadata: PolicyMeta
     spec: PolicySpec = PolicySpec()
     _source: str = PrivateAttr(default="")  # file:line, for reports
+
+    @model_validator(mode="after")
+    def _scoped(self) -> ReclaimPolicy:
+        if self.kind == CLUSTER_KIND and self.metadata.namespace is not None:
+            raise ValueError("a ClusterReclaimPolicy has no metadata.namespace")
+        ns = self.metadata.namespace
+        if ns is not None and not _NAME.match(ns):
+            raise ValueError(f"invalid namespace {ns!r}")
+        if ns is not None and self.spec.delegation is not Delegation.NONE:
+            raise ValueError("spec.delegation: only a cluster policy delegates")
+        return self
 
     @property
     def source(self) -> str:
@@ -241,5 +313,12 @@ class ReclaimPolicy(StrictModel):
         return self
 
     @property
+    def namespace(self) -> str | None:
+        """The team's namespace of a namespaced policy; None for a cluster policy."""
+        return self.metadata.namespace
+
+    @property
     def name(self) -> str:
-        return self.metadata.name
+        """The identity in the ledger and annotations: ``ns/name`` for a team's policy."""
+        ns = self.metadata.namespace
+        return f"{ns}/{self.metadata.name}" if ns else self.metadata.name

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from guardian.model.policies import API_VERSION, KIND, ReclaimPolicy
+from guardian.model.policies import API_VERSION, KINDS, ReclaimPolicy
 from guardian_common.errors import ConfigError, ConfigErrors
 from guardian_common.yamldoc import YamlDocument, parse_yaml
 
@@ -36,33 +36,114 @@ def _shift(doc: YamlDocument, offset: int) -> YamlDocument:
     return doc
 
 
-def _validate(doc: YamlDocument) -> ReclaimPolicy:
+# Set by the API server: a `kubectl get -o yaml` export carries them; they are not policy.
+_SERVER_SET = (
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "managedFields",
+    "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "finalizers",
+    "ownerReferences",
+)
+
+
+def _exported(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without what the API server adds (status, server-set metadata)."""
+    meta = data.get("metadata")
+    out = {k: v for k, v in data.items() if k != "status"}
+    if isinstance(meta, dict):
+        out["metadata"] = {k: v for k, v in meta.items() if k not in _SERVER_SET}
+    return out
+
+
+def _validate_all(doc: YamlDocument) -> list[ReclaimPolicy]:
+    """One policy, or each item of a ``kubectl get -o yaml`` List."""
     data: Any = doc.data
+    if isinstance(data, dict) and data.get("kind") == "List" and "items" in data:
+        items = data.get("items")
+        if not isinstance(items, list):
+            raise ConfigErrors([doc.error("items must be a list", ("items",))])
+        errors: list[ConfigError] = []
+        found = []
+        for i, item in enumerate(items):
+            try:
+                found.append(_validate(doc, item, ("items", i)))
+            except ConfigErrors as exc:
+                errors.extend(exc.errors)
+        if errors:
+            raise ConfigErrors(errors)
+        return found
+    return [_validate(doc, data, ())]
+
+
+def _validate(doc: YamlDocument, data: Any, at: tuple[str | int, ...]) -> ReclaimPolicy:
     if not isinstance(data, dict):
-        raise ConfigErrors([doc.error("a policy document must be a mapping", ())])
-    if data.get("apiVersion") != API_VERSION or data.get("kind") != KIND:
+        raise ConfigErrors([doc.error("a policy document must be a mapping", at)])
+    if data.get("apiVersion") != API_VERSION or data.get("kind") not in KINDS:
         field = "apiVersion" if data.get("apiVersion") != API_VERSION else "kind"
         raise ConfigErrors(
             [
                 doc.error(
-                    f"expected apiVersion {API_VERSION} and kind {KIND}, got "
+                    f"expected apiVersion {API_VERSION} and kind {' or '.join(KINDS)}, got "
                     f"{data.get('apiVersion')!r} {data.get('kind')!r}",
-                    (field,),
+                    (*at, field),
                 )
             ]
         )
     try:
+        policy = ReclaimPolicy.model_validate(_exported(data))
+    except ValidationError as exc:
+        raise ConfigErrors(
+            [doc.error(msg, (*at, *loc)) for loc, msg in validation_findings(exc)]
+        ) from None
+    return policy.located(f"{doc.source}:{doc.line(at) or doc.line(()) or 1}")
+
+
+def validation_findings(exc: ValidationError) -> list[tuple[tuple[str | int, ...], str]]:
+    """(field path, message) per finding: the same words for a file and a cluster object."""
+    found = []
+    for err in exc.errors():
+        loc = tuple(p for p in err["loc"] if isinstance(p, (str, int)))
+        message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            message = "unknown field"
+        found.append((loc, message))
+    return found
+
+
+def field_path(loc: tuple[str | int, ...]) -> str:
+    """``spec.scope.namespaces[0]``: a finding's field as Kubernetes writes it."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def policy_from_object(obj: Any) -> ReclaimPolicy:
+    """A policy read from the cluster (a ClusterReclaimPolicy or ReclaimPolicy object).
+    Server-set metadata and status are ignored. Raises ConfigErrors naming each field."""
+    meta = obj.get("metadata") or {}
+    data = {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "metadata": {
+            k: meta[k] for k in ("name", "namespace", "labels", "annotations") if k in meta
+        },
+        "spec": obj.get("spec") or {},
+    }
+    where = "/".join(str(p) for p in (meta.get("namespace"), meta.get("name")) if p)
+    source = f"{obj.get('kind')} {where}"
+    try:
         policy = ReclaimPolicy.model_validate(data)
     except ValidationError as exc:
-        errors = []
-        for err in exc.errors():
-            loc = tuple(p for p in err["loc"] if isinstance(p, (str, int)))
-            message = err["msg"].removeprefix("Value error, ")
-            if err["type"] == "extra_forbidden":
-                message = "unknown field"
-            errors.append(doc.error(message, loc))
-        raise ConfigErrors(errors) from None
-    return policy.located(f"{doc.source}:{doc.line(()) or 1}")
+        raise ConfigErrors(
+            [ConfigError(msg, field=field_path(loc)) for loc, msg in validation_findings(exc)]
+        ) from None
+    return policy.located(source)
 
 
 def parse_policies(text: str, source: str) -> list[ReclaimPolicy]:
@@ -75,7 +156,7 @@ def parse_policies(text: str, source: str) -> list[ReclaimPolicy]:
             doc = _shift(parse_yaml(body, source), offset)
             if doc.data is None:
                 continue
-            policies.append(_validate(doc))
+            policies.extend(_validate_all(doc))
         except ConfigErrors as exc:
             errors.extend(exc.errors)
         except ConfigError as exc:

@@ -93,6 +93,18 @@ class PodOwner:
     error: str | None = None
     node: str | None = None  # the pod's spec.nodeName as read ("": unscheduled; None: unknown)
     uid: str | None = None  # the pod's metadata.uid as read (None: unknown)
+    # Extended resources (nvidia.com/gpu, ...) its containers request: what it holds.
+    requests: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingPod:
+    """A Pending pod that asks for extended resources (GPUs): demand for idle ones."""
+
+    namespace: str
+    name: str
+    requests: Mapping[str, int]  # extended resource -> count, over its containers
+    since: float  # creationTimestamp: how long it has been waiting
 
 
 @dataclass(frozen=True)
@@ -102,6 +114,8 @@ class ClusterSnapshot:
     pod_owners: Mapping[tuple[str, str], PodOwner]  # (namespace, pod) -> owner
     controller_namespace: str = "gpu-guardian"
     errors: tuple[str, ...] = ()  # what could not be read (the planner waits on these)
+    # Pending pods asking for GPUs, from the informer; None: not known (not synced).
+    pending_pods: tuple[PendingPod, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +178,12 @@ class PlannedAction:
 
     @property
     def mutating(self) -> bool:
-        return self.step in (LadderStep.ANNOTATE, LadderStep.RECLAIM, LadderStep.RESTORE)
+        return self.step in (
+            LadderStep.ANNOTATE,
+            LadderStep.CHECKPOINT,
+            LadderStep.RECLAIM,
+            LadderStep.RESTORE,
+        )
 
 
 @dataclass(frozen=True, slots=True)

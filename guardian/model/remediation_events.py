@@ -20,6 +20,7 @@ class LadderStep(StrEnum):
     NOTIFY = "notify"
     ANNOTATE = "annotate"
     GRACE = "grace"  # waiting out the grace period after the warning
+    CHECKPOINT = "checkpoint"  # reclaim-requested-at set: the workload may save its state
     RECLAIM = "reclaim"  # scale to 0, suspend, or stop the notebook
     RESTORE = "restore"
 

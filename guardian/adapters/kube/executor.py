@@ -32,6 +32,7 @@ _PENDING = {
 _REASONS = {
     LadderStep.NOTIFY: "GPUIdleNotified",
     LadderStep.ANNOTATE: "GPUIdleFlagged",
+    LadderStep.CHECKPOINT: "GPUReclaimCheckpointRequested",
     LadderStep.RECLAIM: "GPUIdleReclaimed",
     LadderStep.RESTORE: "GPUReclaimRestored",
 }
@@ -84,6 +85,8 @@ class Executor:
             return Result(StepOutcome.DRY_RUN, f"would {describe}")
         if action.step is LadderStep.ANNOTATE:
             self._annotate(action, ws, now)
+        elif action.step is LadderStep.CHECKPOINT:
+            self._request_checkpoint(action, ws, now)
         elif action.step is LadderStep.RECLAIM:
             self._reclaim(action, ws, now)
         elif action.step is LadderStep.RESTORE:
@@ -95,7 +98,7 @@ class Executor:
             f"{describe}: {action.reason}",
             episode=action.episode,
             now=now,
-            warning=action.step in (LadderStep.NOTIFY, LadderStep.ANNOTATE),
+            warning=action.step in (LadderStep.NOTIFY, LadderStep.ANNOTATE, LadderStep.CHECKPOINT),
         )
         return Result(StepOutcome.APPLIED, describe)
 
@@ -126,6 +129,8 @@ class Executor:
             return "annotate the workload as idle"
         if action.step is LadderStep.RESTORE:
             return "restore the workload"
+        if action.step is LadderStep.CHECKPOINT:
+            return "ask the workload to checkpoint before the reclaim"
         if ws.action is ActionKind.POD:
             return "delete the bare pod"
         if ws.action in (ActionKind.SCALE, ActionKind.SCALE_SUBRESOURCE):
@@ -146,6 +151,14 @@ class Executor:
         if action.next_step is LadderStep.RECLAIM and action.next_step_due is not None:
             annotations[Annotations.PENDING_ACTION] = _PENDING.get(ws.action, "none")
             annotations[Annotations.PENDING_ACTION_AT] = rfc3339(action.next_step_due)
+        patch = {"metadata": {"resourceVersion": ws.resource_version, "annotations": annotations}}
+        self.rest.merge_patch(self._path(ws), patch)
+
+    def _request_checkpoint(self, action: PlannedAction, ws: WorkloadState, now: float) -> None:
+        annotations = {
+            Annotations.RECLAIM_REQUESTED_AT: rfc3339(now),
+            Annotations.EPISODE: action.episode,
+        }
         patch = {"metadata": {"resourceVersion": ws.resource_version, "annotations": annotations}}
         self.rest.merge_patch(self._path(ws), patch)
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from guardian.adapters.kube.rest import KubeRest, NotFound, Obj, object_path
 from guardian.engine.owners import MAX_DEPTH, action_for, controller_owner
+from guardian.engine.remediation.demand import extended_requests
 from guardian.model.policies import NOTEBOOK_STOPPED
 from guardian.model.reclaim import (
     ActionKind,
@@ -106,6 +107,7 @@ class KubeReader:
             # Which pod this is: the planner checks them against the alert's node/pod_uid.
             node = str((obj.get("spec") or {}).get("nodeName") or "")
             uid = str((obj.get("metadata") or {}).get("uid") or "")
+            requests = extended_requests(obj)  # what reclaiming it frees (demand)
             for _ in range(MAX_DEPTH):
                 owner = controller_owner(obj)
                 if owner is None:
@@ -124,7 +126,7 @@ class KubeReader:
             walk.pods.setdefault(ref, set()).add(pod)
             if job is not None and ref.kind == "CronJob":
                 walk.jobs.setdefault(ref, set()).add(job)
-        return PodOwner(namespace, pod, ref, node=node, uid=uid)
+        return PodOwner(namespace, pod, ref, node=node, uid=uid, requests=requests)
 
     # ---------------------------------------------------------------- workloads
     def workload(

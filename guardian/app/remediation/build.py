@@ -32,7 +32,9 @@ from guardian.app.remediation.journal import EpisodeJournal
 from guardian.app.remediation.leader import LeaseElector
 from guardian.app.remediation.loop import RemediationLoop
 from guardian.app.remediation.metrics import RemediationMetrics
+from guardian.app.remediation.pending_pods import PendingPods
 from guardian.app.remediation.policy_files import load_policies
+from guardian.app.remediation.policy_objects import PolicyObjects
 from guardian.app.rules.runtime import RuleEngine
 from guardian.app.settings.config_file import load_settings
 from guardian.app.settings.remediation import RemediationSettings
@@ -112,6 +114,7 @@ class RemediationParts:
     elector: LeaseElector | None = None
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
+    watchers: list[PolicyObjects | PendingPods] = field(default_factory=list)
 
     def shared_episodes(self) -> list[SharedEpisode]:
         """Every shared episode, read now: what any replica's status shows."""
@@ -140,6 +143,8 @@ class RemediationParts:
 
     def close(self) -> None:
         self.stop.set()
+        for watcher in self.watchers:
+            watcher.stop()
         if self.thread is not None:
             self.thread.join(timeout=5)
         self.rest.api_client.close()
@@ -216,4 +221,23 @@ def build_remediation(
         ready=ready,
         clusters=clusters,
     )
-    return RemediationParts(loop, ledger, rest, metrics, journal, elector)
+    parts = RemediationParts(loop, ledger, rest, metrics, journal, elector)
+    _watch(parts, settings, writer, identity)
+    return parts
+
+
+def _watch(
+    parts: RemediationParts, settings: RemediationSettings, writer: KubeRest, identity: str
+) -> None:
+    """Every replica keeps the policy objects and Pending pods warm; the leader acts."""
+    loop, api_client = parts.loop, parts.rest.api_client
+    if settings.policy_objects:
+        objects = PolicyObjects.watching(api_client, settings.api_timeout, identity)
+        objects.set_files(loop.policies)
+        loop.policy_objects, loop.status_writer = objects, writer
+        parts.watchers.append(objects)
+    pending = PendingPods.watching(api_client, settings.api_timeout)
+    loop.pending_pods = pending
+    parts.watchers.append(pending)
+    for watcher in parts.watchers:
+        watcher.start()

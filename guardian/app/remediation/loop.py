@@ -26,11 +26,13 @@ from functools import partial
 from guardian.adapters.kube.executor import Executor
 from guardian.adapters.kube.fence import NotLeader
 from guardian.adapters.kube.reader import KubeReader
-from guardian.adapters.kube.rest import NotFound
+from guardian.adapters.kube.rest import KubeRest, NotFound
 from guardian.adapters.ledger import EpisodeState, Ledger
 from guardian.app.remediation.clusters import ClusterFilter
 from guardian.app.remediation.journal import EpisodeJournal, StepTaken
 from guardian.app.remediation.metrics import RemediationMetrics
+from guardian.app.remediation.pending_pods import PendingPods
+from guardian.app.remediation.policy_objects import PolicyObjects
 from guardian.app.remediation.reconcile import Reconciler
 from guardian.app.remediation.recording import StepRecorder
 from guardian.app.remediation.step_runner import Ready, StepRunner
@@ -110,6 +112,10 @@ class RemediationLoop:
         self.held: Suppressions = NOT_CHECKED  # this cycle's answer
         self.last_cycle: float | None = None
         self._lock = threading.Lock()
+        # Policies as cluster objects and the Pending pods, when watched (build.py).
+        self.policy_objects: PolicyObjects | None = None
+        self.pending_pods: PendingPods | None = None
+        self.status_writer: KubeRest | None = None  # the fenced client for policy status
 
     @property
     def steps(self) -> StepRunner:
@@ -130,6 +136,8 @@ class RemediationLoop:
     def replace_policies(self, policies: Iterable[ReclaimPolicy]) -> None:
         with self._lock:
             self.policies = list(policies)
+            if self.policy_objects is not None:
+                self.policy_objects.set_files(self.policies)
 
     def run_cycle(self, now: float) -> Plan | None:
         with self._lock:
@@ -154,9 +162,13 @@ class RemediationLoop:
                 return None
         self.last_cycle = now
         self.metrics.cycles.inc()
+        if self.policy_objects is not None:  # created, changed, deleted: in force now
+            self.policies = self.policy_objects.policies()
         alerts, refused = self.clusters.split(self._relevant(self.alerts()), now)
         self.held = self.suppressions(alerts)
         snapshot = self._snapshot(alerts, now)
+        if self.pending_pods is not None:
+            snapshot = dataclasses.replace(snapshot, pending_pods=self.pending_pods.current())
         alerts, mismatched = check_pods(alerts, snapshot)
         self.clusters.record([*refused, *mismatched], now)
         self.reconciler.run(self._view(now), snapshot, now)
@@ -171,6 +183,8 @@ class RemediationLoop:
                 raise
             except Exception:  # per item: one workload's failure must not stop the rest
                 logger.exception("remediation step %s on %s failed", action.step, action.workload)
+        if self.policy_objects is not None and self.status_writer is not None:
+            self.policy_objects.write_status(self.status_writer, result, snapshot, now)
         return result
 
     def _view(self, now: float) -> LedgerView:

@@ -1,4 +1,5 @@
-"""Read ReclaimPolicy files: every finding of every file, each with file, line and field."""
+"""Read policy files (ClusterReclaimPolicy and ReclaimPolicy documents, or `kubectl get
+-o yaml` exports of them): every finding of every file, each with file, line and field."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Sequence
 
 from guardian.app.config_files import parse_files
 from guardian.engine.remediation import find_overlaps
+from guardian.engine.remediation.delegation import review
 from guardian.model.policies import Mode, ReclaimPolicy
 from guardian.model.policies_load import check_unique, parse_policies
 from guardian_common.errors import ConfigError
@@ -35,8 +37,11 @@ def describe(policy: ReclaimPolicy) -> str:
     if ladder.reclaim:
         steps.append(f"reclaim after {ladder.grace_period:.0f}s")
     scope = ", ".join(spec.scope.namespaces) or "all namespaces"
+    if policy.namespace:
+        scope = f"namespace {policy.namespace} only"
     return (
-        f"{policy.name} ({policy.source}): priority {spec.priority}, mode {spec.mode.value}, "
+        f"{policy.kind} {policy.name} ({policy.source}): priority {spec.priority}, "
+        f"mode {spec.mode.value}, "
         f"{scope}; ladder: {' → '.join(steps)}; warm-up {spec.warmup:.0f}s"
     )
 
@@ -52,7 +57,17 @@ def check_report(patterns: Sequence[str]) -> tuple[int, list[str], list[str]]:
         for p in policies
         if p.spec.mode is Mode.ENFORCE and not p.spec.alerts.names and p.spec.ladder.reclaim
     ]
-    for overlap in find_overlaps(policies):
+    for child in sorted((p for p in policies if p.namespace), key=lambda p: p.name):
+        problems += [
+            f"{child.name} has no effect: {field + ': ' if field else ''}{why}"
+            for field, why in review(child, [p for p in policies if p.namespace is None])
+        ]
+    # A team's policy narrows its cluster policy by design: overlaps count among peers.
+    peers: dict[str | None, list[ReclaimPolicy]] = {}
+    for policy in policies:
+        peers.setdefault(policy.namespace, []).append(policy)
+    overlaps = [o for group in peers.values() for o in find_overlaps(group)]
+    for overlap in overlaps:
         text = (
             f"overlap: {overlap.winner.name} and {overlap.loser.name} can both match "
             f"({overlap.why}); {overlap.winner.name} wins"

@@ -86,6 +86,9 @@ class RemediationSettings(StrictModel):
     """Stops every action (so does the kill-switch annotation on the controller namespace)."""
     policy_files: list[ConfigPath] = Field(default_factory=list)
     """ReclaimPolicy file globs, relative to the config file."""
+    policy_objects: Bool = True
+    """Also watch ClusterReclaimPolicy and ReclaimPolicy objects (the CRDs in manifests/)
+    and write their status. Off: files only, for clusters without the CRDs."""
     cluster: str | None = None
     """This controller's cluster: the ``cluster`` label value of the alerts it acts on.
     Unset: ``external_labels.cluster`` if set. A controller that knows neither acts only

@@ -12,19 +12,27 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from guardian.engine.remediation.delegation import Governing, governing
+from guardian.engine.remediation.gates import (
+    Handshake,
+    checkpoint,
+    demand_wait,
+    notify_outside,
+    requested_at,
+    window_state,
+)
 from guardian.engine.remediation.guards import (
     episode_over,
     exclusion_reason,
     exclusion_requested,
     is_pipeline,
     pipeline_reason,
-    pod_mismatch,
     read_error,
     restarted_by_hand,
     silence_reason,
     warmup_reason,
 )
-from guardian.engine.remediation.matching import select_policy
+from guardian.engine.remediation.roots import by_root, pending_roots
 from guardian.model.labels import LabelSet
 from guardian.model.policies import Annotations, HpaPolicy, Mode, ReclaimPolicy
 from guardian.model.reclaim import (
@@ -74,6 +82,7 @@ class _Candidate:
     episode: str
     alert: FiringAlert  # the earliest matched alert: its labels go with every step
     dry_run: bool
+    parent: ReclaimPolicy | None = None  # the cluster policy a team's policy narrows
 
     def step(
         self, step: LadderStep, reason: str, nxt: LadderStep | None = None, due: float | None = None
@@ -95,6 +104,11 @@ class _Candidate:
 
     def wait(self, reason: str, *, refused: bool = True) -> Wait:
         return Wait(self.ws.ref, reason, self.policy.name, self.episode, self.alert.labels, refused)
+
+    def hold(self, reason: str, nxt: LadderStep | None, due: float | None = None) -> Wait:
+        """Not due yet: the next step and when (grace, window, demand)."""
+        ep, labels = self.episode, self.alert.labels
+        return Wait(self.ws.ref, reason, self.policy.name, ep, labels, False, nxt, due)
 
 
 @dataclass
@@ -176,16 +190,17 @@ class _Planner:
             unread = f"namespace {ref.namespace} could not be read"
             self.waits.append(Wait(ref, unread, alert_labels=labels))
             return
-        chosen = select_policy(self.policies, alerts, ws, namespace)
-        if chosen is None:
-            self.waits.append(Wait(ref, "no policy matches", alert_labels=labels, refused=False))
+        chosen = governing(self.policies, alerts, ws, namespace)
+        if not isinstance(chosen, Governing):
+            unmatched = chosen or "no policy matches"
+            self.waits.append(Wait(ref, unmatched, alert_labels=labels, refused=False))
             return
-        policy, matched = chosen
+        policy, matched = chosen.policy, chosen.alerts
         first = _earliest(matched)
         opened = self.ledger.open_episodes.get(ref)
         episode = opened[0] if opened else workload_episode(ref, first.active_at)
         dry_run = self.settings.dry_run or policy.spec.mode is Mode.OBSERVE
-        candidate = _Candidate(ws, policy, episode, first, dry_run)
+        candidate = _Candidate(ws, policy, episode, first, dry_run, chosen.parent)
         if Annotations.RECLAIMED_AT in ws.annotations:
             reclaimed = "already reclaimed; waiting for a restore"
             self.waits.append(candidate.wait(reclaimed, refused=False))
@@ -204,6 +219,13 @@ class _Planner:
         why = (
             exclusion_reason(
                 c.ws, namespace, c.policy, self.snapshot.controller_namespace, self.now
+            )
+            or (
+                exclusion_reason(
+                    c.ws, namespace, c.parent, self.snapshot.controller_namespace, self.now
+                )
+                if c.parent is not None
+                else None
             )
             or pipeline_reason(
                 matched,
@@ -244,6 +266,14 @@ class _Planner:
         due = (notified if notified is not None else self.now) + ladder.grace_period
         reclaim_next = LadderStep.RECLAIM if ladder.reclaim else None
         evidence = f"{c.alert.alertname} firing since {rfc3339(c.alert.active_at)}"
+        window = window_state(c.policy, c.parent, self.now)
+        if not window.open and not (
+            ladder.notify and notified is None and notify_outside(c.policy, c.parent)
+        ):
+            nxt = LadderStep.NOTIFY if ladder.notify and notified is None else reclaim_next
+            opens = max(window.opens_at, due) if nxt else window.opens_at
+            self.waits.append(c.hold(window.why(), nxt, opens))
+            return
         if ladder.notify and notified is None:
             nxt = LadderStep.ANNOTATE if ladder.annotate else reclaim_next
             reason = f"{evidence}; policy {c.policy.name}"
@@ -258,27 +288,35 @@ class _Planner:
             self.waits.append(c.wait("the policy's ladder ends before reclaim", refused=False))
             return
         if notified is None or self.now < due:
-            self.waits.append(
-                Wait(
-                    c.ws.ref,
-                    f"grace period: reclaim due at {rfc3339(due)}",
-                    c.policy.name,
-                    c.episode,
-                    c.alert.labels,
-                    refused=False,
-                    next_step=LadderStep.RECLAIM,
-                    next_step_due=due,
-                )
-            )
+            grace = f"grace period: reclaim due at {rfc3339(due)}"
+            self.waits.append(c.hold(grace, LadderStep.RECLAIM, due))
             return
         grace = f"grace {ladder.grace_period:.0f}s over"
-        self.reclaim(c, f"{evidence}; notified at {rfc3339(notified)}, {grace}")
+        self.reclaim(c, f"{evidence}; notified at {rfc3339(notified)}, {grace}", notified, done)
 
-    def reclaim(self, c: _Candidate, reason: str) -> None:
+    def reclaim(
+        self, c: _Candidate, reason: str, notified: float, done: dict[LadderStep, float]
+    ) -> None:
+        waiting, who = demand_wait(c.policy, c.ws, self.snapshot, self.now)
+        if waiting is not None:
+            self.waits.append(c.hold(waiting, LadderStep.RECLAIM))
+            return
         refusal = self.reclaim_refusal(c)
         if refusal is not None:
             self.waits.append(c.wait(refusal))
             return
+        asked = requested_at(c.ws, done.get(LadderStep.CHECKPOINT), notified)
+        move, why = checkpoint(c.policy, c.ws, asked, self.now)
+        if move is Handshake.REQUEST:
+            self.actions.append(c.step(LadderStep.CHECKPOINT, f"{reason}{who}; {why}"))
+            return
+        if move is Handshake.WAIT:
+            self.waits.append(c.wait(why, refused=False))
+            return
+        if move is Handshake.GIVE_UP:
+            self.waits.append(c.wait(why))
+            return
+        reason = f"{reason}{who}{why}"
         self.cycle.reclaims += 1
         self.cycle.per_policy[c.policy.name] += 1
         self.cycle.per_namespace[c.ws.ref.namespace] += 1
@@ -313,45 +351,6 @@ class _Planner:
         return None
 
 
-def _by_root(
-    alerts: Iterable[FiringAlert], snapshot: ClusterSnapshot, planner: _Planner
-) -> dict[WorkloadRef, list[FiringAlert]]:
-    roots: dict[WorkloadRef, list[FiringAlert]] = defaultdict(list)
-    for alert in alerts:
-        ns, pod = alert.labels.get("namespace"), alert.labels.get("pod")
-        if not ns or not pod:
-            unlabelled = f"{alert.alertname} has no namespace/pod labels"
-            planner.waits.append(Wait(None, unlabelled, alert_labels=alert.labels))
-            continue
-        owner = snapshot.pod_owners.get((ns, pod))
-        if owner is None or owner.root is None:
-            why = owner.error if owner is not None and owner.error else "pod not found"
-            unowned = f"pod {ns}/{pod}: {why}"
-            planner.waits.append(Wait(None, unowned, alert_labels=alert.labels, refused=False))
-            continue
-        mismatch = pod_mismatch(alert.labels, owner)
-        if mismatch is not None:
-            planner.waits.append(
-                Wait(None, f"pod {ns}/{pod}: {mismatch}", alert_labels=alert.labels)
-            )
-            continue
-        roots[owner.root].append(alert)  # shared roots are deduplicated here
-    return roots
-
-
-def _pending_roots(alerts: Iterable[FiringAlert], snapshot: ClusterSnapshot) -> set[WorkloadRef]:
-    found = set()
-    for alert in alerts:
-        if alert.firing or is_pipeline(alert.labels):
-            continue
-        owner = snapshot.pod_owners.get(
-            (alert.labels.get("namespace", ""), alert.labels.get("pod", ""))
-        )
-        if owner is not None and owner.root is not None:
-            found.add(owner.root)
-    return found
-
-
 def plan(
     alerts: Sequence[FiringAlert],
     policies: Sequence[ReclaimPolicy],
@@ -371,12 +370,12 @@ def plan(
     planner.suppressions = suppressions
     planner.restores()
     firing = [a for a in alerts if a.firing and not is_pipeline(a.labels)]
-    roots = _by_root(firing, snapshot, planner)
+    roots = by_root(firing, snapshot, planner.waits)
     for ref in sorted(roots, key=str):
         planner.workload(ref, roots[ref])
     # A pending alert keeps its episode open: an engine that restarted without its state
     # fires it again after `for`, and the ladder goes on where it was.
-    held = set(roots) | _pending_roots(alerts, snapshot)
+    held = set(roots) | pending_roots(alerts, snapshot)
     closed = tuple(
         (ref, episode)
         for ref, (episode, _started, _policy) in sorted(

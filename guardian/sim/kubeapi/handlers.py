@@ -23,6 +23,7 @@ from guardian.sim.kubeapi.store import Obj, Store
 from guardian.sim.kubeapi.urls import ResourceRoute
 
 _TRUE = ("true", "1")
+_ACCESS_REVIEW = ("authorization.k8s.io", "SelfSubjectAccessReview")
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,8 @@ def handle(store: Store, route: ResourceRoute, verb: str, request: Request) -> R
     if route.rtype.namespaced and route.namespace is None and verb not in ("list", "watch"):
         raise errors.ApiError(404, "the server could not find the requested resource")
     dry_run = request.query.get("dryRun") == "All"
+    if (route.rtype.group, route.rtype.kind) == _ACCESS_REVIEW:
+        return _access_review(verb, request.body)
     if route.subresource == "scale":
         return _scale(store, route, verb, request, dry_run)
     if verb == "get":
@@ -115,6 +118,40 @@ def handle(store: Store, route: ResourceRoute, verb: str, request: Request) -> R
             store.delete(route.rtype, item["metadata"].get("namespace", ""), name, dry_run=dry_run)
         return Reply(200, _list_body(route.rtype, items, store.resource_version, None))
     raise errors.ApiError(405, f"verb {verb} is not supported on {route.rtype.plural}")
+
+
+def _access_review(verb: str, body: Any) -> Reply:
+    """The fake has no RBAC: every access is allowed (``kubectl auth can-i`` says yes)."""
+    if verb != "create":
+        raise errors.ApiError(405, f"verb {verb} is not supported on selfsubjectaccessreviews")
+    review = _object_body_of("authorization.k8s.io/v1", "SelfSubjectAccessReview", body)
+    spec = review.get("spec")
+    if not isinstance(spec, dict) or not (
+        spec.get("resourceAttributes") or spec.get("nonResourceAttributes")
+    ):
+        raise errors.invalid(
+            "SelfSubjectAccessReview",
+            "authorization.k8s.io",
+            "",
+            [
+                (
+                    "spec.resourceAttributes",
+                    (
+                        "Invalid value: exactly one of nonResourceAttributes "
+                        "or resourceAttributes must be specified"
+                    ),
+                )
+            ],
+        )
+    review["status"] = {"allowed": True, "reason": "the fake API server has no RBAC"}
+    review.setdefault("metadata", {})
+    return Reply(201, review)
+
+
+def _object_body_of(api_version: str, kind: str, body: Any) -> Obj:
+    if not isinstance(body, dict):
+        raise errors.bad_request("the request body must be a JSON object")
+    return {**body, "apiVersion": api_version, "kind": kind}
 
 
 def _name(route: ResourceRoute) -> str:

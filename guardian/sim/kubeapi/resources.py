@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from guardian.sim.kubeapi.crds import CrdInfo
 
 _READ_VERBS = ("get", "list", "watch")
 _ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -40,6 +43,8 @@ class ResourceType:
     # PUT to a missing object creates it (true for Leases and Events upstream).
     create_on_update: bool = False
     categories: tuple[str, ...] = ()
+    # A custom resource's schema and printer columns (crds.py); None for built-ins.
+    crd: CrdInfo | None = field(default=None, compare=False, hash=False)
 
     @property
     def api_version(self) -> str:
@@ -146,6 +151,23 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         "coordination.k8s.io", "v1", "Lease", "leases", has_status=False, create_on_update=True
     ),
     ResourceType("kubeflow.org", "v1", "Notebook", "notebooks"),
+    ResourceType(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        namespaced=False,
+        short_names=("crd", "crds"),
+    ),
+    # Answered, never stored: `kubectl auth can-i` (handlers.py).
+    ResourceType(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        namespaced=False,
+        has_status=False,
+    ),
 )
 
 

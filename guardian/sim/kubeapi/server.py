@@ -6,15 +6,17 @@ import copy
 import threading
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from guardian.sim.kubeapi.crds import is_crd, on_crd_event
 from guardian.sim.kubeapi.faults import Fault, Recorder, RequestRecord
 from guardian.sim.kubeapi.patch import merge_patch
 from guardian.sim.kubeapi.resources import ResourceRegistry, ResourceType
-from guardian.sim.kubeapi.store import Clock, Obj, Store
+from guardian.sim.kubeapi.store import Clock, Obj, Store, StoredEvent
 from guardian.sim.kubeapi.wire import KubeHTTPServer
 from guardian_common.stop_on_exit import StopOnExit
 
@@ -23,6 +25,11 @@ DEFAULT_NAMESPACES = ("default", "kube-system")
 
 def system_clock() -> datetime:
     return datetime.now(UTC)
+
+
+def _serve_crds(registry: ResourceRegistry, event: StoredEvent) -> None:
+    if is_crd(event.rtype):
+        on_crd_event(registry, event.type, event.obj)
 
 
 class FakeKubeAPI(StopOnExit):
@@ -54,6 +61,7 @@ class FakeKubeAPI(StopOnExit):
         """Serve on ``host:port`` (0: a free port). ``token``: require this bearer token."""
         registry = ResourceRegistry.with_builtins(extra_resources)
         store = Store(clock or system_clock, history_limit=history_limit)
+        store.listeners.append(partial(_serve_crds, registry))
         server = KubeHTTPServer(
             (host, port),
             store=store,

@@ -73,8 +73,13 @@ class Store:
         self._compacted_through = 0
         self._subscriptions: set[Subscription] = set()
         self._namespaces: set[str] = set()
+        # Called under the lock after each committed write (crds.py serves new kinds).
+        self.listeners: list[Callable[[StoredEvent], None]] = []
 
     # ------------------------------------------------------------ reads
+
+    def now(self) -> datetime:
+        return self._clock()
 
     @property
     def resource_version(self) -> int:
@@ -311,6 +316,8 @@ class Store:
         return copy.deepcopy(removed)
 
     def _record(self, event: StoredEvent) -> None:
+        for listener in self.listeners:
+            listener(event)
         self._history.append(event)
         while len(self._history) > self._history_limit:
             self._compacted_through = self._history.popleft().rv

@@ -8,6 +8,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from guardian.sim.kubeapi.api_rules import annotation_size, check_types, immutable_fields
+from guardian.sim.kubeapi.crds import check_crd, is_crd, validate_custom
 from guardian.sim.kubeapi.errors import bad_request, invalid
 from guardian.sim.kubeapi.resources import ResourceType
 
@@ -148,7 +150,9 @@ def _config_map(obj: Mapping[str, Any]) -> list[tuple[str, str]]:
 def validate_update(
     rtype: ResourceType, current: Mapping[str, Any], new: Mapping[str, Any]
 ) -> None:
-    """The checks that compare with the stored object: an immutable ConfigMap stays as it is."""
+    """The checks that compare with the stored object: immutable fields (a workload's
+    selector), and an immutable ConfigMap stays as it is."""
+    immutable_fields(rtype, current, new)
     if (rtype.group, rtype.kind) != ("", "ConfigMap") or current.get("immutable") is not True:
         return
     causes = []
@@ -164,8 +168,13 @@ def validate_update(
         raise invalid(rtype.kind, rtype.group, name, causes)
 
 
-def validate(rtype: ResourceType, obj: Mapping[str, Any]) -> None:
-    """Raise a 422 Invalid naming every offending field."""
+def validate(rtype: ResourceType, obj: dict[str, Any]) -> None:
+    """Raise a 422 Invalid naming every offending field (a custom resource is also
+    defaulted and pruned by its CRD's schema, in place)."""
+    if is_crd(rtype):
+        check_crd(obj)
+    validate_custom(rtype, obj)
+    check_types(rtype, obj)
     meta = obj.get("metadata") or {}
     name = str(meta.get("name") or "")
     causes: list[tuple[str, str]] = []
@@ -176,6 +185,7 @@ def validate(rtype: ResourceType, obj: Mapping[str, Any]) -> None:
         causes.append(("metadata.name", f"Invalid value: {name!r}: a lowercase RFC 1123 name"))
     causes += _check_string_map("metadata.labels", meta.get("labels"), labels=True)
     causes += _check_string_map("metadata.annotations", meta.get("annotations"), labels=False)
+    causes += annotation_size(meta.get("annotations"))
     for path in REQUIRED_FIELDS.get((rtype.group, rtype.kind), ()):
         present, value = _lookup(obj, path)
         if not present or value is None or value in ("", [], {}):

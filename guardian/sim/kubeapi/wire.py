@@ -14,7 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from guardian.sim.kubeapi import errors
+from guardian.sim.kubeapi import errors, openapi
+from guardian.sim.kubeapi.api_rules import MAX_REQUEST_BODY_BYTES
 from guardian.sim.kubeapi.faults import Recorder, RequestRecord
 from guardian.sim.kubeapi.handlers import Request, handle, verb_of
 from guardian.sim.kubeapi.resources import (
@@ -25,7 +26,9 @@ from guardian.sim.kubeapi.resources import (
     api_resource_list,
     api_versions,
 )
+from guardian.sim.kubeapi.schema import FIELD_VALIDATION
 from guardian.sim.kubeapi.store import Store
+from guardian.sim.kubeapi.tables import table, wants_table
 from guardian.sim.kubeapi.urls import Discovery, ResourceRoute, parse_path
 from guardian.sim.kubeapi.watch import plan_watch, stream_watch
 
@@ -124,8 +127,16 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         verb = self.command.lower()
         body: Any = None
         manager: str | None = None
+        # kubectl sends Strict: unknown fields of a custom resource are then a 400.
+        FIELD_VALIDATION.set(query.get("fieldValidation") or "Warn")
         try:
             self._authorize()
+            if raw is None:
+                raise errors.ApiError(
+                    413,
+                    f"Request entity too large: limit is {MAX_REQUEST_BODY_BYTES}",
+                    reason="RequestEntityTooLarge",
+                )
             body = _decode(raw, content_type)
             route = parse_path(self.server.registry, path)
             if isinstance(route, ResourceRoute):
@@ -211,6 +222,14 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
                 verb,
                 Request(self.command, query, content_type, body, manager),
             )
+            if (
+                verb in ("get", "list")
+                and not route.subresource
+                and wants_table(self.headers.get("Accept"))
+            ):
+                items = reply.body["items"] if verb == "list" else [reply.body]
+                store = self.server.store
+                return 200, table(route.rtype, items, store.resource_version, store.now()), {}
             return reply.status, reply.body, reply.headers
         if self.command != "GET":
             raise errors.ApiError(405, f"the server does not allow this method on {path}")
@@ -225,6 +244,12 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
                 document = VERSION_INFO
             elif path in ("/healthz", "/readyz", "/livez"):
                 document = "ok"
+            elif path == "/openapi/v3":
+                document = openapi.v3_root(registry)
+            elif path.startswith("/openapi/v3/"):
+                document = openapi.v3_document(registry, path.removeprefix("/openapi/v3/"))
+            elif path == "/openapi/v2":
+                document = openapi.v2_document(registry)
         elif route.group is None:
             document = (
                 api_versions(self.server.address) if route.legacy else api_group_list(registry)
@@ -266,8 +291,13 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
 
     # ------------------------------------------------------------ helpers
 
-    def _read_body(self) -> bytes:
+    def _read_body(self) -> bytes | None:
+        """The body; None when it is over the server's limit (read and dropped)."""
         length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_REQUEST_BODY_BYTES:
+            while length > 0:
+                length -= len(self.rfile.read(min(length, 1 << 20)) or b"x" * length)
+            return None
         return self.rfile.read(length) if length > 0 else b""
 
     def _authorize(self) -> None:

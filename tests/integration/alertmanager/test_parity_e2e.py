@@ -48,7 +48,9 @@ def write_rule_file(path: Path) -> None:
     pack = yaml.safe_load((ROOT / "rules/guardian/idle.yaml").read_text(encoding="utf-8"))
     group = pack["groups"][0]
     group["interval"] = f"{INTERVAL}s"
-    (rule,) = group["rules"]
+    # The plain GpuIdle rule (not its no-process sibling or GpuActivityUnknown).
+    (rule,) = [r for r in group["rules"] if r["alert"] == "GpuIdle" and "reason" not in r["labels"]]
+    group["rules"] = [rule]
     rule["for"] = "4s"
     path.write_text(yaml.safe_dump(pack, sort_keys=False), encoding="utf-8")
 

@@ -32,11 +32,18 @@ def client(am: LocalAlertmanager, timeout: float = 2.0) -> AlertmanagerClient:
     return AlertmanagerClient(HttpClientConfig(am.url, timeout=timeout))
 
 
-def idle(pod: str, node: str = "n1", cluster: str = "c1") -> PostableAlert:
+def idle(
+    pod: str,
+    node: str = "n1",
+    cluster: str = "c1",
+    *,
+    name: str = "GpuIdle",
+    cls: str = "reclaimable",
+) -> PostableAlert:
     now = time.time()
     labels = {
-        "alertname": "GpuIdle",
-        "guardian_class": "reclaimable",
+        "alertname": name,
+        "guardian_class": cls,
         "severity": "warning",
         "cluster": cluster,
         "node": node,
@@ -177,4 +184,42 @@ def test_a_nodes_exporter_down_inhibits_gpuidle_on_that_node_only(
     # A pipeline alert that names no node holds its whole cluster.
     api.post_alerts(encode_alerts([down(cluster="c1", job="gpu", instance="10.0.0.1:9400")]))
     wait_for(lambda: inhibited() == {"on-n1", "on-n2"})
+    api.close()
+
+
+@pytest.mark.e2e
+def test_a_nodes_exporter_down_also_inhibits_violation_and_coverage_alerts_there(
+    alertmanager: AlertmanagerFactory, tmp_path: Path
+) -> None:
+    am = alertmanager(config=_generated(tmp_path).read_text(encoding="utf-8"))
+    api = client(am)
+    api.post_alerts(
+        encode_alerts(
+            [
+                idle("rogue", "n1", name="GpuUnallocatedUse", cls="violation"),
+                idle("mig-0", "n1", name="GpuActivityUnknown", cls="coverage"),
+                idle("rogue-2", "n2", name="GpuUnallocatedUse", cls="violation"),
+            ]
+        )
+    )
+    api.post_alerts(
+        encode_alerts(
+            [
+                down(cluster="c1", node="n1", reason="nvml_down"),
+                down(alertname="GpuMetricsGap", cluster="c1", node="n1"),
+            ]
+        )
+    )
+
+    def inhibited() -> set[str]:
+        return {
+            a.labels.get("alertname", "") + "/" + a.labels.get("pod", "")
+            for a in api.alerts()
+            if a.inhibited_by
+        }
+
+    wait_for(lambda: inhibited() == {"GpuUnallocatedUse/rogue", "GpuActivityUnknown/mig-0"})
+    # A pipeline alert never inhibits another one: both stay active.
+    states = {a.labels.get("alertname"): a.state for a in api.alerts() if not a.labels.get("pod")}
+    assert states == {"GpuExporterDown": AlertStatus.ACTIVE, "GpuMetricsGap": AlertStatus.ACTIVE}
     api.close()

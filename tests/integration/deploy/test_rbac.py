@@ -28,10 +28,13 @@ from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.kube.rest import KubeRest
 from guardian.app.remediation.journal import EpisodeJournal
 from guardian.app.remediation.leader import LeaseElector
+from guardian.app.remediation.pending_pods import PendingPods
+from guardian.app.remediation.policy_objects import PolicyObjects
 from guardian.app.settings.remediation import SharedStateSettings
 from guardian.engine.notify.click_plan import Click
 from guardian.model.labels import LabelSet
-from guardian.model.reclaim import ActionKind, PlannedAction
+from guardian.model.policies_crd import crds
+from guardian.model.reclaim import ActionKind, Plan, PlannedAction
 from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
 from guardian.model.shared_episode import EpisodeState
 from guardian.sim.kubeapi import FakeKubeAPI, ResourceType, ScaleSpec
@@ -276,7 +279,41 @@ def test_controller_rbac_is_exactly_what_the_controller_calls(
     clicks.finish(click, NOW, "kept")
     assert len(kube.objects("ConfigMap", NS)) == 2
 
+    _policy_objects_and_pending_pods(kube, api_client, rest)
     check(_accesses(kube), grants(builds["base"], "gpu-guardian-controller"))
+
+
+def _policy_objects_and_pending_pods(kube: FakeKubeAPI, api_client: Any, rest: KubeRest) -> None:
+    """Policies as objects (list, watch, get, status patch) and the Pending-pod informer
+    (list, watch), as `guardian run` keeps them."""
+    for crd in crds():
+        kube.create(crd)
+    kube.create(
+        {
+            "apiVersion": "gpu-guardian.io/v1alpha1",
+            "kind": "ClusterReclaimPolicy",
+            "metadata": {"name": "fleet"},
+            "spec": {"delegation": "allow"},
+        }
+    )
+    kube.create(
+        {
+            "apiVersion": "gpu-guardian.io/v1alpha1",
+            "kind": "ReclaimPolicy",
+            "metadata": {"name": "team", "namespace": "ml"},
+            "spec": {"ladder": {"gracePeriod": "1m"}},  # shorter than the cluster's: rejected
+        }
+    )
+    kube.create(b.pod("waiting", "ml", phase="Pending"))
+    objects = PolicyObjects.watching(api_client, 5.0, "gpu-guardian-0")
+    pending = PendingPods.watching(api_client, 5.0)
+    for informer in [*objects.informers, pending.informer]:
+        informer._watch_timeout = 1
+        informer.watch_once(informer.relist())
+    objects.write_status(rest, Plan(NOW), None, NOW)
+    team = kube.get("ReclaimPolicy", "team", "ml", api_version="gpu-guardian.io/v1alpha1")
+    assert team["status"]["conditions"][0]["reason"] == "DelegationRejected"
+    assert [p.name for p in pending.current() or ()] == ["waiting"]
 
 
 def test_the_role_names_every_shard_of_the_shared_state(builds: dict[str, Build]) -> None:

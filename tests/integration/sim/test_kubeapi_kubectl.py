@@ -70,3 +70,27 @@ def test_kubectl_get_scale_annotate(
     assert {r.content_type for r in kube_api.requests(verb="patch")} == {
         "application/merge-patch+json"
     }
+
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: applied, namespace: default}
+spec:
+  selector: {matchLabels: {app: applied}}
+  template:
+    metadata: {labels: {app: applied}}
+    spec: {containers: [{name: main, image: busybox}]}
+"""
+
+
+def test_kubectl_apply_validates_without_turning_validation_off(
+    kube_api: FakeKubeAPI, kubeconfig: Path, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "deployment.yaml"
+    manifest.write_text(DEPLOYMENT, encoding="utf-8")
+    out = _kubectl(kubeconfig, tmp_path, "apply", "-f", str(manifest))
+    assert "deployment.apps/applied created" in out
+    (create,) = kube_api.requests(verb="create", path=r"/deployments$")
+    assert create.query.get("fieldValidation") == "Strict"  # the server validates
+    assert _kubectl(kubeconfig, tmp_path, "auth", "can-i", "patch", "deployments").strip() == "yes"

@@ -27,11 +27,18 @@ RULES = [
     AlertingRule("Down", "x", labels={"guardian_class": "pipeline", "severity": "warning"}),
     AlertingRule("Sev", "x", labels={"guardian_class": "pipeline", "severity": "{{ $v }}"}),
     AlertingRule("Plain", "x", labels={"severity": "page"}),
+    AlertingRule("Rogue", "x", labels={"guardian_class": "violation", "severity": "warning"}),
+    AlertingRule("Blind", "x", labels={"guardian_class": "coverage", "severity": "info"}),
 ]
 
 
 def test_classes_and_their_static_severities() -> None:
-    assert classes(RULES) == {"pipeline": ["warning"], "reclaimable": ["info", "warning"]}
+    assert classes(RULES) == {
+        "coverage": ["info"],
+        "pipeline": ["warning"],
+        "reclaimable": ["info", "warning"],
+        "violation": ["warning"],
+    }
 
 
 def test_plain_config_routes_and_inhibits() -> None:
@@ -39,16 +46,18 @@ def test_plain_config_routes_and_inhibits() -> None:
     route = config["route"]
     assert route["receiver"] == "gpu-guardian"
     assert route["group_by"] == ["alertname", "cluster", "guardian_class", "severity"]
-    pipeline, waste = route["routes"]
+    coverage, pipeline, waste, violation = route["routes"]
+    assert coverage["matchers"] == ['guardian_class="coverage"']
+    assert violation["routes"][0]["receiver"] == "gpu-guardian-violation-warning"
     assert pipeline["matchers"] == ['guardian_class="pipeline"']
     assert [r["matchers"] for r in waste["routes"]] == [['severity="info"'], ['severity="warning"']]
     assert waste["routes"][1]["receiver"] == "gpu-guardian-reclaimable-warning"
     names = [r["name"] for r in config["receivers"]]
-    assert len(names) == len(set(names)) == 6
+    assert len(names) == len(set(names)) == 10
     node, node_no_cluster, cluster, everything = config["inhibit_rules"]
     assert node == {
         "source_matchers": ['guardian_class="pipeline"', 'node!=""', 'cluster!=""'],
-        "target_matchers": ['guardian_class="reclaimable"'],
+        "target_matchers": ['guardian_class=~"reclaimable|violation|coverage"'],
         "equal": ["cluster", "node"],
     }
     assert node_no_cluster["equal"] == ["node"]
@@ -81,6 +90,10 @@ def test_the_resource_matches_the_crd_schema_nested_routes_included() -> None:
     assert {r["receiver"] for r in _routes(resource["spec"]["route"])} <= receivers
     first = resource["spec"]["inhibitRules"][0]
     assert first["sourceMatch"][1] == {"name": "node", "value": "", "matchType": "!="}
+    # A pipeline alert never inhibits another pipeline alert.
+    assert first["targetMatch"] == [
+        {"name": "guardian_class", "value": "reclaimable|violation|coverage", "matchType": "=~"}
+    ]
 
 
 def test_rendered_from_a_config_takes_its_rule_files(tmp_path: Path) -> None:

@@ -8,12 +8,16 @@ from exporter.adapters.kube_pods import container_names
 from exporter.sim.scenario import parse_scenario
 from guardian.demo.cluster import DemoCluster, deployment_state
 from guardian.demo.fleet import (
+    CHAT,
     GROUP_LABEL,
     NODES,
     NOTEBOOK,
+    SHARED_NOTEBOOK,
+    TIME_SLICED_NODE,
     TRAINING,
     UNLABELLED,
     WORKLOADS,
+    device_id,
     gpu_uuid,
     scenario_yaml,
 )
@@ -74,11 +78,16 @@ def test_kubelets_report_every_pod_on_its_gpu() -> None:
             for d in k.devices
         }
         expected = {
-            (w.namespace, p.pod, (gpu_uuid(p.node, p.gpu),))
-            for w in WORKLOADS
-            for p in w.placements
+            (w.namespace, p.pod, (device_id(p.node, p),)) for w in WORKLOADS for p in w.placements
         }
         assert reported == expected
+        # The time-sliced GPU: two pods, each with its own replica of the same GPU.
+        shared = {
+            d.device_ids  # type: ignore[attr-defined]
+            for d in kubelets[TIME_SLICED_NODE].devices
+        }
+        uuid = gpu_uuid(TIME_SLICED_NODE, 0)
+        assert shared == {(f"{uuid}::0",), (f"{uuid}::1",)}
 
 
 def test_pods_carry_owners_and_the_group_label_except_the_unlabelled_one() -> None:
@@ -132,3 +141,13 @@ def test_seeded_objects_are_older_than_the_policy_warmup() -> None:
             "creationTimestamp"
         ]
         assert created < time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600))
+
+
+def test_the_time_sliced_gpu_has_a_busy_and_an_idle_process() -> None:
+    scenario = parse_scenario(scenario_yaml(TIME_SLICED_NODE), "node3.yaml")
+    on_gpu0 = [p for p in scenario.processes if p.gpu == gpu_uuid(TIME_SLICED_NODE, 0)]
+    by_pod = {p.pod_uid: p.sm_at(60) for p in on_gpu0}
+    assert by_pod == {
+        CHAT.pod_uid(CHAT.placements[0].pod): 75,
+        SHARED_NOTEBOOK.pod_uid(SHARED_NOTEBOOK.placements[0].pod): 0,
+    }

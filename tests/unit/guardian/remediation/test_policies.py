@@ -132,6 +132,7 @@ def test_wrong_kind_and_multi_document_lines() -> None:
     assert errors(text) == [
         (
             "p.yaml:5: apiVersion: expected apiVersion gpu-guardian.io/v1alpha1 and kind "
+            "ClusterReclaimPolicy or "
             "ReclaimPolicy, got 'v1' 'ConfigMap'"
         )
     ]

@@ -58,7 +58,7 @@ def test_packs_render_to_one_crd_valid_prometheusrule() -> None:
         "labels": {MANAGED_BY_LABEL: "gpu-guardian", "release": "kube-prometheus-stack"},
     }
     names = [g["name"] for g in doc["spec"]["groups"]]
-    assert len(names) == len(set(names)) == 8
+    assert len(names) == len(set(names)) == 10  # six guardian groups, four dcgm
     assert all(isinstance(r["expr"], str) for g in doc["spec"]["groups"] for r in g["rules"])
 
 

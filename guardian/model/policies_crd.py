@@ -1,0 +1,307 @@
+"""The CustomResourceDefinitions of ClusterReclaimPolicy and ReclaimPolicy.
+
+One structural OpenAPI v3 schema, built here next to the pydantic model it mirrors, so
+that the API server rejects what the file loader rejects: unknown fields, wrong types,
+enums, names and label keys, duration syntax; CEL rules (``x-kubernetes-validations``)
+where a rule spans fields. What a schema cannot say (a timezone that does not exist, a
+window whose end is not after its start, a duration over 100y) the controller checks
+with the pydantic model and reports as ``Invalid`` in the object's status.
+
+``guardian policies crd`` prints them; manifests/generate.py writes them under
+manifests/base/crds/.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from guardian.model.policies import CLUSTER_KIND, KIND
+from guardian.model.policies_windows import WINDOW_PATTERN
+
+GROUP = "gpu-guardian.io"
+VERSION = "v1alpha1"
+Schema = dict[str, Any]
+
+_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
+_LABEL_KEY_PATTERN = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+_UNITS = ("y", "w", "d", "h", "m", "s", "ms")
+DURATION_PATTERN = (
+    "^([0-9]+|"
+    + "|".join(
+        f"[0-9]+{unit}" + "".join(f"([0-9]+{later})?" for later in _UNITS[i + 1 :])
+        for i, unit in enumerate(_UNITS)
+    )
+    + ")$"
+)
+"""Seconds, or a Prometheus duration with its units largest first (never empty)."""
+
+# The CEL rules, with the messages the file loader gives for the same mistakes.
+RULE_WARN_FIRST = "!self.reclaim || self.notify"
+RULE_SELECTOR_VALUES = (
+    "self.operator in ['In', 'NotIn'] ? (has(self.values) && size(self.values) > 0)"
+    " : (!has(self.values) || size(self.values) == 0)"
+)
+RULE_LABEL_KEYS = f"self.all(k, k.matches('{_LABEL_KEY_PATTERN}'))"
+
+
+def _string(**extra: Any) -> Schema:
+    return {"type": "string", **extra}
+
+
+def _duration(default: str, description: str) -> Schema:
+    return {
+        "x-kubernetes-int-or-string": True,
+        "pattern": DURATION_PATTERN,
+        "default": default,
+        "description": description + " A Prometheus duration (90s, 30m, 1h30m) or seconds.",
+    }
+
+
+def _bool(default: bool, description: str) -> Schema:
+    return {"type": "boolean", "default": default, "description": description}
+
+
+def _enum(values: tuple[str, ...], default: str, description: str) -> Schema:
+    return {"type": "string", "enum": list(values), "default": default, "description": description}
+
+
+def _obj(properties: dict[str, Schema], description: str = "", **extra: Any) -> Schema:
+    """An object schema; ``rules``: its x-kubernetes-validations."""
+    rules = extra.pop("rules", None)
+    out: Schema = {"type": "object", "properties": properties, **extra}
+    if rules:
+        out["x-kubernetes-validations"] = rules
+    if description:
+        out["description"] = description
+    return out
+
+
+def _strings(description: str, **item: Any) -> Schema:
+    return {"type": "array", "items": _string(**item), "description": description}
+
+
+def _string_map(description: str, keys: bool = True) -> Schema:
+    out: Schema = {
+        "type": "object",
+        "additionalProperties": {"type": "string"},
+        "description": description,
+    }
+    if keys:
+        out["x-kubernetes-validations"] = [
+            {"rule": RULE_LABEL_KEYS, "message": "invalid label key"}
+        ]
+    return out
+
+
+def label_selector(description: str) -> Schema:
+    requirement = _obj(
+        {
+            "key": _string(),
+            "operator": {"type": "string", "enum": ["In", "NotIn", "Exists", "DoesNotExist"]},
+            "values": _strings("For In and NotIn only."),
+        },
+        required=["key", "operator"],
+        rules=[
+            {
+                "rule": RULE_SELECTOR_VALUES,
+                "message": "In and NotIn need values; Exists and DoesNotExist take none",
+            }
+        ],
+    )
+    return _obj(
+        {
+            "matchLabels": _string_map("Labels that must all match."),
+            "matchExpressions": {"type": "array", "items": requirement},
+        },
+        description,
+    )
+
+
+def spec_schema(cluster: bool) -> Schema:
+    ladder = _obj(
+        {
+            "notify": _bool(True, "Notify at once (required when reclaim is true)."),
+            "annotate": _bool(True, "Annotate the workload on the next cycle."),
+            "gracePeriod": _duration("1h", "Reclaim no sooner than this after the notification."),
+            "reclaim": _bool(True, "false: warn only."),
+        },
+        "notify → annotate → grace → reclaim.",
+        default={},
+        rules=[
+            {
+                "rule": RULE_WARN_FIRST,
+                "message": "reclaim needs notify: true (we always warn before acting)",
+            }
+        ],
+    )
+    name_list = {"pattern": _NAME_PATTERN}
+    props: dict[str, Schema] = {
+        "priority": {"type": "integer", "default": 0, "description": "Precedence."},
+        "mode": _enum(("observe", "enforce"), "observe", "observe: plan and report only."),
+        "alerts": _obj(
+            {
+                "names": _strings("Any of these alertnames (empty: any)."),
+                "matchLabels": {
+                    **_string_map("And all of these labels."),
+                    "default": {"guardian_class": "reclaimable"},
+                },
+            },
+            "Which alerts start the ladder.",
+            default={},
+        ),
+        "scope": _obj(
+            {
+                "namespaces": _strings("Empty: every namespace.", **name_list),
+                "namespaceSelector": label_selector("On the Namespace's labels."),
+                "workloadSelector": label_selector("On the workload's labels."),
+                "kinds": _strings("Workload kinds (empty: every kind)."),
+            },
+            "Empty fields match everything.",
+            default={},
+        ),
+        "ladder": ladder,
+        "warmup": _duration("30m", "Minimum workload age, and quiet time after a restore."),
+        "limits": _obj(
+            {
+                "perCycle": {"type": "integer", "minimum": 0, "default": 5},
+                "perNamespacePerHour": {"type": "integer", "minimum": 0, "default": 10},
+            },
+            "Caps on reclaims.",
+            default={},
+        ),
+        "hpa": _enum(("refuse", "record"), "refuse", "Workloads an HPA scales."),
+        "allowPodDeletion": _bool(False, "Delete a bare pod (else annotate and notify only)."),
+        "respectSilences": _bool(True, "No step while Alertmanager silences the alert."),
+        "exclusions": _obj(
+            {
+                "namespaces": _strings("Never in these namespaces.", **name_list),
+                "workloadSelector": label_selector("Never workloads with these labels."),
+            },
+            default={},
+        ),
+        "activeWindows": _strings(
+            "When the ladder may advance, e.g. 'Mon-Fri 07:30-20:30 Europe/Berlin'.",
+            pattern=WINDOW_PATTERN,
+        ),
+        "notifyOutsideWindows": _bool(True, "Notify even outside the active windows."),
+        "reclaim": _obj(
+            {
+                "when": _enum(("always", "demand"), "always", "demand: only while pods wait."),
+                "pendingFor": _duration("5m", "How long a pod must have been Pending."),
+            },
+            default={},
+        ),
+        "checkpoint": _obj(
+            {
+                "enabled": _bool(False, "Ask the workload to checkpoint before reclaiming."),
+                "timeout": _duration("15m", "How long to wait for the acknowledgement."),
+                "onTimeout": _enum(("reclaim", "giveUp"), "reclaim", "Without acknowledgement."),
+            },
+            default={},
+        ),
+    }
+    if cluster:
+        props["delegation"] = _enum(
+            ("none", "allow", "optIn"), "none", "What teams' ReclaimPolicies may do."
+        )
+    return _obj(props, default={})
+
+
+def status_schema() -> Schema:
+    condition = _obj(
+        {
+            "type": _string(),
+            "status": _enum(("True", "False", "Unknown"), "Unknown", ""),
+            "reason": _string(),
+            "message": _string(),
+            "observedGeneration": {"type": "integer"},
+            "lastTransitionTime": _string(format="date-time"),
+        },
+        required=["type", "status"],
+    )
+    candidate = _obj(
+        {
+            "workload": _string(),
+            "action": _string(),
+            "at": _string(),
+            "reason": _string(),
+        }
+    )
+    return _obj(
+        {
+            "observedGeneration": {"type": "integer"},
+            "conditions": {
+                "type": "array",
+                "items": condition,
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["type"],
+            },
+            "matchedWorkloads": {"type": "integer"},
+            "pendingSteps": {"type": "integer"},
+            "reclaimed": {"type": "integer"},
+            "lastAction": _string(),
+            "lastActionTime": _string(),
+            "candidates": {"type": "array", "items": candidate},
+        }
+    )
+
+
+_READY = '.status.conditions[?(@.type=="Ready")].status'
+PRINTER_COLUMNS = [
+    {"name": "Mode", "type": "string", "jsonPath": ".spec.mode"},
+    {"name": "Matched", "type": "integer", "jsonPath": ".status.matchedWorkloads"},
+    {"name": "Pending", "type": "integer", "jsonPath": ".status.pendingSteps"},
+    {"name": "Reclaimed", "type": "integer", "jsonPath": ".status.reclaimed"},
+    {"name": "Last Action", "type": "string", "jsonPath": ".status.lastAction"},
+    {
+        "name": "Ready",
+        "type": "string",
+        "jsonPath": '.status.conditions[?(@.type=="Ready")].status',
+    },
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+]
+
+
+def crd(cluster: bool) -> dict[str, Any]:
+    kind = CLUSTER_KIND if cluster else KIND
+    plural = kind.lower().removesuffix("y") + "ies"
+    schema = _obj(
+        {
+            "apiVersion": _string(),
+            "kind": _string(),
+            "metadata": {"type": "object"},
+            "spec": spec_schema(cluster),
+            "status": status_schema(),
+        }
+    )
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "scope": "Cluster" if cluster else "Namespaced",
+            "names": {
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": kind.lower(),
+                "shortNames": ["crp"] if cluster else ["rp"],
+                "categories": ["gpu-guardian"],
+            },
+            "versions": [
+                {
+                    "name": VERSION,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": PRINTER_COLUMNS,
+                    "schema": {"openAPIV3Schema": schema},
+                }
+            ],
+        },
+    }
+
+
+def crds() -> list[dict[str, Any]]:
+    return [crd(cluster=True), crd(cluster=False)]
