@@ -31,6 +31,7 @@ from guardian.adapters.kube.credentials import api_access
 from guardian.adapters.ledger import Ledger
 from guardian.app.alertmanager.build import AlertmanagerParts, build_alertmanager
 from guardian.app.notify import SlackNotifier
+from guardian.app.notify.interactivity import Interactivity, build_interactivity
 from guardian.app.notify.owner_context import OwnerLookup
 from guardian.app.notify.secrets import build_transport
 from guardian.app.remediation.build import (
@@ -47,6 +48,7 @@ from guardian.app.rules.runtime import RuleEngine, TransactionWriter
 from guardian.app.settings.config_file import Settings
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.model.alerts import GroupEvaluation
+from guardian_common.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +67,7 @@ class ControllerParts:
         self.remediation: RemediationParts | None = None
         self.notifier: SlackNotifier | None = None
         self.alertmanager: AlertmanagerParts | None = None
+        self.interactivity: Interactivity | None = None
         self.settings = settings
         self._env = env
         self._ledger: Ledger | None = None
@@ -108,6 +111,15 @@ class ControllerParts:
             )
             engine.transaction_hooks.append(self._prepare)
             engine.listeners.append(self._after_evaluation)
+            if settings.slack.interactivity.enabled:
+                if remediation is None:
+                    raise ConfigError(
+                        "buttons act through remediation: enable it or turn buttons off",
+                        field="slack.interactivity.enabled",
+                    )
+                self.interactivity = build_interactivity(
+                    settings.slack, self.notifier, remediation, env, clock
+                )
         self._wire_alertmanager(settings, engine)
 
     def _wire_alertmanager(self, settings: Settings, engine: RuleEngine) -> None:
@@ -144,6 +156,8 @@ class ControllerParts:
             self.remediation.start_leader_election(on_lost=on_leadership_lost)
         if self.notifier is not None:
             self.notifier.start()
+        if self.interactivity is not None:
+            self.interactivity.start()
         if self.alertmanager is not None:
             self.alertmanager.start()
 
@@ -183,6 +197,8 @@ class ControllerParts:
     def close(self) -> None:
         if self.alertmanager is not None:
             self.alertmanager.close()
+        if self.interactivity is not None:
+            self.interactivity.stop()
         if self.notifier is not None:
             self.notifier.stop()
         if self.remediation is not None:

@@ -20,6 +20,8 @@ POLICY_NAME = "reclaim-idle-gpus"
 GRACE_PERIOD_S = 20
 EVALUATION_INTERVAL_S = 2
 TOKEN_ENV = "SLACK_BOT_TOKEN"  # noqa: S105 - the variable's name, not a token
+APP_TOKEN_ENV = "SLACK_APP_TOKEN"  # noqa: S105 - the variable's name (Socket Mode)
+ONCALL = "U0ONCALL"  # the fake workspace's on-call engineer, who may press every button
 
 
 def policy(grace_period_s: int) -> str:
@@ -72,6 +74,7 @@ LEASE_TIMINGS = {"lease_duration": "4s", "renew_deadline": "3s", "retry_period":
 class SlackTarget:
     api_url: str
     channel: str
+    buttons: bool = False  # Socket Mode with the app token in APP_TOKEN_ENV
 
 
 @dataclass(frozen=True)
@@ -197,6 +200,11 @@ def controller_config(
             "repeat_interval": d(4 * 3600),
             "prices": {"currency": "$", "per_model": {"A100": 4.1, "H100": 9.5}},
             "idle_windows": {"GpuIdle": d(1800), "GpuMemoryUnderutilized": d(3600)},
+            "interactivity": {
+                "enabled": slack.buttons,
+                "app_token_env": APP_TOKEN_ENV,
+                "authorized": {"admins": [ONCALL]},
+            },
         },
     }
 

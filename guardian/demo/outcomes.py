@@ -23,6 +23,7 @@ from guardian.model.remediation_events import LadderStep
 from guardian.sim.slackapi import FakeSlack, Message
 
 ORIGINAL = "gpu-guardian.io/original-replicas"
+SNOOZE = "gpu-guardian.io/snooze-until"
 # A reclaim runs on the first cycle at or after its due time: one evaluation interval.
 RECLAIM_WITHIN_S = float(EVALUATION_INTERVAL_S)
 
@@ -61,6 +62,7 @@ class Evidence:
     channel: str
     doomed_instance: str
     unassigned_series: int = 0  # series with gpu_group="unassigned" for the unlabelled pod
+    kept_pressed: bool = False  # the on-call pressed Keep 4h on the sweep's message
     restore_output: str = ""
     killed: bool = False
     failover: Failover | None = None
@@ -204,6 +206,19 @@ def slack_threads(ev: Evidence) -> Outcome:
     return Outcome(name, ok, detail)
 
 
+def kept_from_slack(ev: Evidence) -> Outcome:
+    name = f"Slack: Keep 4h on {SWEEP.name} snoozes it, thread says who and until when"
+    if ev.slack is None:
+        return Outcome(name, None, "not checked: sent to real Slack")
+    if not ev.kept_pressed:
+        return Outcome(name, False, "its message never showed the buttons")
+    snoozed = any(SNOOZE in a for _, a in ev.kube.ever(SWEEP.namespace, SWEEP.name))
+    echo = [r.text for p in _parents(ev, SWEEP.name) for r in p.replies if "kept it" in r.text]
+    ok = snoozed and len(echo) == 1
+    detail = f"snooze-until set: {snoozed}; thread: {echo[0] if echo else 'no reply'}"
+    return Outcome(name, ok, detail)
+
+
 def leader_failover(ev: Evidence) -> Outcome:
     name = "leader killed mid-ladder: the survivor goes on"
     f = ev.failover
@@ -264,6 +279,7 @@ CHECKS: tuple[Callable[[Evidence], Outcome], ...] = (
     unlabelled_pod_grouped,
     dead_exporter,
     slack_threads,
+    kept_from_slack,
     leader_failover,
     restored,
 )

@@ -8,6 +8,9 @@
    started again, as its Deployment would;
 3. once it is reclaimed and the node2 sweep's owner was notified (its reclaim now due a
    grace period later), kill node2's exporter;
+   As soon as the sweep's Slack parent shows its buttons, the on-call engineer presses
+   *Keep 4h* on it (with the fake Slack): the sweep gets ``snooze-until``, the parent
+   says who kept it until when, and so does its thread;
 4. once a pipeline alert fires for it, restore the notebook with ``guardian restore``;
 5. finish when the notebook runs again, the inference pod's memory alert and the shared
    GPU's idle-share alert have fired, and Slack has been quiet for a moment; or give up at
@@ -135,6 +138,7 @@ class DemoScript:
         self._maybe_failover()
         self._maybe_takeover()
         self._maybe_kill()
+        self._maybe_press_keep()
         self._maybe_restore()
 
     def _replica_urls(self) -> list[str]:
@@ -252,6 +256,22 @@ class DemoScript:
         self.evidence.killed = True
         text = f"killed the exporter of {DOOMED_NODE} (pid {child.pid}, SIGKILL)"
         self._say("exporter", text + ": its GPUs go unwatched")
+
+    def _maybe_press_keep(self) -> None:
+        """The on-call engineer keeps the sweep for 4 hours from its Slack message."""
+        slack = self.stack.slack
+        if slack is None or self.evidence.kept_pressed:
+            return
+        for message in slack.messages(self.stack.channel):
+            if SWEEP.name not in message.text:
+                continue
+            try:
+                slack.click(cfg.ONCALL, self.stack.channel, message.ts, "keep_4h")
+            except LookupError:
+                return  # no buttons yet (the episode is not followed yet)
+            self.evidence.kept_pressed = True
+            self._say("slack", f"<@{cfg.ONCALL}> presses [ Keep 4h ] on {SWEEP.name}'s message")
+            return
 
     def _pipeline_alert_firing(self) -> bool:
         ev = self.evidence

@@ -45,6 +45,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 FAKE_TOKEN = "xoxb-guardian-demo"  # noqa: S105 - the fake workspace's own token
+FAKE_APP_TOKEN = "xapp-guardian-demo"  # noqa: S105 - its app-level token (Socket Mode)
 FAKE_CHANNEL = Channel("C0GPUALERTS", "gpu-alerts")
 
 
@@ -167,7 +168,9 @@ class DemoStack:
         if self.options.slack_token:
             self.timeline.event("slack", f"sending to real Slack, channel {self.channel}")
             return self.options.slack_api_url
-        self.slack = FakeSlack.start(tokens=[FAKE_TOKEN], channels=[FAKE_CHANNEL])
+        self.slack = FakeSlack.start(
+            tokens=[FAKE_TOKEN], app_tokens=[FAKE_APP_TOKEN], channels=[FAKE_CHANNEL]
+        )
         self.timeline.event(
             "slack", f"fake Slack workspace at {self.slack.url}, channel #{FAKE_CHANNEL.name}"
         )
@@ -224,14 +227,13 @@ class DemoStack:
                 replica=spec,
                 kubeconfig=kubeconfig,
                 policy_files=[],
-                slack=cfg.SlackTarget(slack_url, self.channel),
+                slack=cfg.SlackTarget(slack_url, self.channel, buttons=self.slack is not None),
                 profile=self.options.profile,
             )
 
         token = self.options.slack_token or FAKE_TOKEN
-        self.replicas = Replicas.create(
-            procs, self.workdir, kube, config_for, env={cfg.TOKEN_ENV: token}
-        )
+        env = {cfg.TOKEN_ENV: token, cfg.APP_TOKEN_ENV: FAKE_APP_TOKEN}
+        self.replicas = Replicas.create(procs, self.workdir, kube, config_for, env=env)
         for name in self.replicas.specs:
             child = self.replicas.start(name)
             self.timeline.event(

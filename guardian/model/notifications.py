@@ -86,6 +86,7 @@ class HistoryEntry:
     mentions: tuple[str, ...] = ()  # as written in the annotation; the notifier formats them
     next_step: LadderStep | None = None
     next_step_due: float | None = None
+    actor: str | None = None  # the Slack user whose button caused it (shown as a mention)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +124,9 @@ class Finding:
     mentions: tuple[str, ...] = ()
     evaluation_note: str | None = None  # set when the deciding evaluation was not healthy
     advice: str | None = None  # right-sizing advice from the alert's ``advice`` annotation
+    kept_until: float | None = None  # snoozed from Slack until then
+    kept_by: str | None = None  # the Slack user who pressed Keep
+    exempted_by: str | None = None  # the Slack user who pressed Exempt
 
     @property
     def open(self) -> bool:
@@ -204,6 +208,9 @@ def finding_to_dict(f: Finding) -> dict[str, Any]:
         "mentions": list(f.mentions),
         "evaluation_note": f.evaluation_note,
         "advice": f.advice,
+        "kept_until": f.kept_until,
+        "kept_by": f.kept_by,
+        "exempted_by": f.exempted_by,
     }
 
 
@@ -241,4 +248,7 @@ def finding_from_dict(d: Mapping[str, Any]) -> Finding:
         mentions=tuple(d["mentions"]),
         evaluation_note=d.get("evaluation_note"),
         advice=d.get("advice"),
+        kept_until=d.get("kept_until"),
+        kept_by=d.get("kept_by"),
+        exempted_by=d.get("exempted_by"),
     )

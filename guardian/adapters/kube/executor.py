@@ -44,6 +44,16 @@ class Result:
     message: str
 
 
+@dataclass(frozen=True)
+class Hold:
+    """Annotations a person asked for, with the Event that says so."""
+
+    annotations: dict[str, str]
+    reason: str  # the Event's reason, e.g. GPUIdleKept
+    message: str
+    episode: str
+
+
 def event_reason(step: LadderStep) -> str:
     """The reason of the Kubernetes Event a step records on its workload."""
     return _REASONS.get(step, "GPUGuardian")
@@ -91,6 +101,18 @@ class Executor:
             warning=action.step in (LadderStep.NOTIFY, LadderStep.ANNOTATE, LadderStep.CHECKPOINT),
         )
         return Result(StepOutcome.APPLIED, describe)
+
+    def hold(self, ws: WorkloadState, hold: Hold, now: float) -> Result:
+        """Set annotations a person asked for (a Slack button: snooze, exclude) on ``ws``
+        (as just read) in one conditional write, and record the Event. Raises the rest
+        module's errors (409: read again and decide again)."""
+        patch = {
+            "metadata": {"resourceVersion": ws.resource_version, "annotations": hold.annotations}
+        }
+        self.rest.merge_patch(self._path(ws), patch)
+        logger.info("%s on %s: done", hold.message, ws.ref)
+        self.events.record(ws, hold.reason, hold.message, episode=hold.episode, now=now)
+        return Result(StepOutcome.APPLIED, hold.message)
 
     def unflag(self, ws: WorkloadState) -> None:
         """Clear the annotate step's marks when an episode ends without a reclaim."""

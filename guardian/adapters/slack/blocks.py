@@ -13,6 +13,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from guardian.engine.notify.buttons import (
+    LABELS,
+    NO_BUTTONS,
+    ButtonAction,
+    ButtonRules,
+    commands,
+    offered,
+)
 from guardian.engine.notify.findings import idle_for
 from guardian.model.notifications import Finding, GroupSummary, HistoryEntry, Phase
 
@@ -160,9 +168,17 @@ def _fields(f: Finding, now: float) -> list[Block]:
     return [{"type": "mrkdwn", "text": _cut(f"*{k}*\n{escape(v)}", MAX_FIELD)} for k, v in shown]
 
 
+def _user(user: str) -> str:
+    return f"<@{user}>" if user.isalnum() and user.isupper() else escape(user)
+
+
 def _status_line(f: Finding) -> str | None:
     if f.phase is Phase.RECLAIMED and f.restore_command:
         return f"*Reclaimed.* To restore:\n```{escape(f.restore_command)}```"
+    if f.open and f.exempted_by is not None:
+        return f"*Exempted* by {_user(f.exempted_by)}: GPU Guardian leaves it alone."
+    if f.open and f.kept_until is not None and f.kept_by is not None:
+        return f"*Kept* until {date(f.kept_until)} by {_user(f.kept_by)}."
     if f.next_step is not None and f.next_step_due is not None and f.open:
         return f"*Next step:* {f.next_step.value} due {date(f.next_step_due)}"
     if f.next_step is not None and f.open:
@@ -177,11 +193,62 @@ def status_title(f: Finding) -> str:
     return f"{emoji} [{status}] {f.severity} · {f.alertname}"
 
 
+_STYLES = {ButtonAction.KEEP_4H: "primary", ButtonAction.RECLAIM_NOW: "danger"}
+_CONFIRM = {
+    ButtonAction.EXEMPT: "GPU Guardian will leave this workload alone until the annotation "
+    "is removed.",
+    ButtonAction.RECLAIM_NOW: "The workload is stopped now, before its grace period ends.",
+}
+
+
+def _button(f: Finding, action: ButtonAction) -> Block:
+    button: Block = {
+        "type": "button",
+        "action_id": action.value,
+        "text": {"type": "plain_text", "text": LABELS[action], "emoji": True},
+        "value": f.episode,
+    }
+    if action in _STYLES:
+        button["style"] = _STYLES[action]
+    if action in _CONFIRM:
+        button["confirm"] = {
+            "title": {"type": "plain_text", "text": f"{LABELS[action]}?"},
+            "text": {"type": "mrkdwn", "text": _CONFIRM[action]},
+            "confirm": {"type": "plain_text", "text": LABELS[action]},
+            "deny": {"type": "plain_text", "text": "Cancel"},
+        }
+    return button
+
+
+def _actions(f: Finding, buttons: ButtonRules) -> Block | None:
+    shown = offered(f, buttons)
+    if not shown:
+        return None
+    return {
+        "type": "actions",
+        "block_id": f"gg-actions-{f.episode}"[:255],
+        "elements": [_button(f, a) for a in shown],
+    }
+
+
+def _commands(f: Finding, now: float) -> Block | None:
+    lines = commands(f, now)
+    if not lines or f.phase is Phase.RECLAIMED:  # the status line shows the restore command
+        return None
+    return _context("Without buttons: ```" + escape("\n".join(lines)) + "```")
+
+
 def render_parent(
-    f: Finding, now: float, *, reminder: bool = False, change: HistoryEntry | None = None
+    f: Finding,
+    now: float,
+    *,
+    reminder: bool = False,
+    change: HistoryEntry | None = None,
+    buttons: ButtonRules = NO_BUTTONS,
 ) -> SlackPayload:
     """An episode's parent message: the whole current state. ``change`` (webhook mode,
-    where a change is a new message) says what just happened."""
+    where a change is a new message) says what just happened; ``buttons``: which of the
+    episode's buttons to offer (none without interactivity)."""
     blocks: list[Block] = [_header(status_title(f))]
     lead = escape(f.summary or f.description or f.alertname)
     if change is not None:
@@ -195,6 +262,12 @@ def render_parent(
     status = _status_line(f)
     if status:
         blocks.append(_section(status))
+    actions = _actions(f, buttons)
+    if actions is not None:
+        blocks.append(actions)
+    typed = _commands(f, now)
+    if typed is not None:
+        blocks.append(typed)
     notes = []
     if f.resolved_at is not None:
         notes.append(f":white_check_mark: Alert resolved {date(f.resolved_at)}")
@@ -232,7 +305,8 @@ def render_reply(entry: HistoryEntry, f: Finding | None, alertname: str = "") ->
     """One history line in the thread; ``f`` is the episode it is about (None: the group)."""
     emoji, status = _STATUS[entry.phase]
     subject = "" if f is None or f.pod is None else f" `{escape(f.pod)}`"
-    line = f"{emoji} *{status}*{subject} · {escape(entry.text)}"
+    actor = f"{_user(entry.actor)} " if entry.actor else ""
+    line = f"{emoji} *{status}*{subject} · {actor}{escape(entry.text)}"
     if entry.next_step is not None and entry.next_step_due is not None:
         line += f"\nNext: {entry.next_step.value} due {date(entry.next_step_due)}"
     if f is not None and entry.phase is Phase.RECLAIMED and f.restore_command:
@@ -240,15 +314,15 @@ def render_reply(entry: HistoryEntry, f: Finding | None, alertname: str = "") ->
     if entry.mentions:
         line += "\n" + format_mentions(entry.mentions)
     about = alertname if f is None else f"{f.alertname} {f.namespace or ''}/{f.pod or ''}"
-    text = f"[{status}] {about}: {entry.text}"
+    text = f"[{status}] {about}: {actor}{entry.text}"
     if entry.mentions:
         text += " " + format_mentions(entry.mentions)
     return SlackPayload(_cut(text, MAX_TEXT), [_section(line), _context(date(entry.at))])
 
 
-def render_detail(f: Finding, now: float) -> SlackPayload:
+def render_detail(f: Finding, now: float, buttons: ButtonRules = NO_BUTTONS) -> SlackPayload:
     """A grouped episode's details, as a reply in its group's thread."""
-    payload = render_parent(f, now)
+    payload = render_parent(f, now, buttons=buttons)
     blocks = [
         _section(f"*{escape(_workload(f))}* · {escape(status_title(f))}"),
         *payload.blocks[1:],
@@ -314,6 +388,8 @@ def preview(payload: SlackPayload) -> str:
                 out.append(f"{name.strip('*')}: {value}")
         elif kind == "context":
             out.append(" | ".join(e.get("text", "") for e in block.get("elements", [])))
+        elif kind == "actions":
+            out.append("  ".join(f"[ {e['text']['text']} ]" for e in block.get("elements", [])))
         out.append("")
     text = "\n".join(out).rstrip() + "\n"
     text = _DATE.sub(r"\1", text)  # a date shows its fallback

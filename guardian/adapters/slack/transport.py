@@ -160,6 +160,15 @@ class WebApiTransport:
         response = self._call("chat.update", channel=channel_id, ts=ts, **payload)
         return Sent(response.get("channel"), response.get("ts"))
 
+    def post_ephemeral(self, channel: str, user: str, text: str) -> None:
+        """A message only ``user`` sees (answers to their clicks)."""
+        self._call("chat.postEphemeral", channel=channel, user=user, text=text)
+
+    def usergroup_members(self, group: str) -> tuple[str, ...]:
+        """The users of a user group (``usergroups:read``)."""
+        response = self._client_get("usergroups.users.list", {"usergroup": group})
+        return tuple(str(u) for u in response.get("users") or [])
+
     def find(self, channel: str, marker: str, oldest: float, thread_ts: str | None) -> Sent | None:
         method = "conversations.replies" if thread_ts else "conversations.history"
         cursor = None

@@ -86,6 +86,9 @@ class Gatherer:
             unclaimed=frozenset(unclaimed),
         )
 
+    def for_click(self, episode: str, keys: Iterable[str]) -> NotifyState:
+        return self._state(self._store.episodes({episode}), seen=self._store.seen(keys))
+
     def for_tick(self) -> NotifyState:
         return self._state(self._store.unsettled_episodes())
 

@@ -16,6 +16,7 @@ from guardian.adapters.slack.blocks import (
     with_marker,
 )
 from guardian.adapters.slack.outbox import IntakeRows, OutboxRow
+from guardian.engine.notify.buttons import NO_BUTTONS, ButtonRules
 from guardian.engine.notify.lifecycle import Op, OpKind
 from guardian.engine.notify.state import NotifyPlan
 
@@ -23,7 +24,12 @@ REMEDIATION_CURSOR = "remediation"  # the remediation ledger's position in slack
 
 
 def intake_rows(
-    plan: NotifyPlan, now: float, *, webhook: bool, prune_before: float | None = None
+    plan: NotifyPlan,
+    now: float,
+    *,
+    webhook: bool,
+    prune_before: float | None = None,
+    buttons: ButtonRules = NO_BUTTONS,
 ) -> IntakeRows:
     return IntakeRows(
         now=now,
@@ -37,7 +43,9 @@ def intake_rows(
                 e.channel,
                 e.op.thread,
                 e.op.kind,
-                with_marker(render_op(e.op, now, webhook=webhook), e.op.idem).to_json(),
+                with_marker(
+                    render_op(e.op, now, webhook=webhook, buttons=buttons), e.op.idem
+                ).to_json(),
             )
             for e in plan.outbox
         ],
@@ -46,14 +54,17 @@ def intake_rows(
     )
 
 
-def render_op(op: Op, now: float, *, webhook: bool) -> SlackPayload:
+def render_op(
+    op: Op, now: float, *, webhook: bool, buttons: ButtonRules = NO_BUTTONS
+) -> SlackPayload:
     if op.summary is not None:
         return render_group(op.summary, now)
     if op.kind is OpKind.REPLY:
         if op.entry is not None:
             return render_reply(op.entry, op.finding, op.finding.alertname if op.finding else "")
         assert op.finding is not None  # noqa: S101 - plan_change always sets one
-        return render_detail(op.finding, now)
+        return render_detail(op.finding, now, buttons)
     assert op.finding is not None  # noqa: S101 - parents carry a finding or a summary
     change = op.entry if webhook else None  # a webhook post says what changed
-    return render_parent(op.finding, now, reminder=op.reminder, change=change)
+    rules = NO_BUTTONS if webhook else buttons  # a webhook's message cannot change with them
+    return render_parent(op.finding, now, reminder=op.reminder, change=change, buttons=rules)

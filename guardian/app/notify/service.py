@@ -22,6 +22,7 @@ rows another intake is changing. A worker thread (``start``/``stop``) drains the
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sqlite3
 import threading
@@ -41,16 +42,22 @@ from guardian.app.notify.payloads import REMEDIATION_CURSOR, intake_rows
 from guardian.app.notify.secrets import build_transport
 from guardian.app.notify.thread_handover import Handover, ThreadHandover
 from guardian.app.settings.slack import SlackSettings
+from guardian.engine.notify.buttons import NO_BUTTONS, ButtonRules
+from guardian.engine.notify.click_plan import ClickOutcome
 from guardian.engine.notify.planner import (
     PlannerSettings,
     intake_batch,
+    plan_click,
     plan_remediation,
     plan_tick,
     plan_transitions,
 )
 from guardian.engine.notify.state import NotifyPlan
 from guardian.model.alerts import AlertTransition
+from guardian.model.labels import LabelSet
+from guardian.model.notifications import Finding
 from guardian.model.remediation_events import RemediationEvent
+from guardian.model.shared_episode import SlackParent
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +120,8 @@ class SlackNotifier:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_tick = float("-inf")
+        # Which buttons parents offer, asked at each intake (interactivity.py sets it).
+        self.button_rules: Callable[[], ButtonRules] = lambda: NO_BUTTONS
 
     @classmethod
     def from_settings(
@@ -231,6 +240,30 @@ class SlackNotifier:
             self._write(self._rows(plan, now, prune_before=now - self.settings.delivery.retention))
         self.wake()
 
+    def on_click(
+        self, outcome: ClickOutcome, record: Callable[[], Sequence[str]] | None = None
+    ) -> None:
+        """A button's effect: update the parent, say who did what in the thread.
+        ``record`` writes the click's ledger events (inside the intake lock, so the
+        ledger poll cannot tell them first) and returns their change keys."""
+        with self._intake:
+            keys = tuple(record()) if record is not None else ()
+            outcome = dataclasses.replace(outcome, ledger_keys=keys)
+            now = self._clock()
+            state = self._gather.for_click(outcome.episode, [f"click:{outcome.key}", *keys])
+            self._write(self._rows(plan_click(state, outcome, now, self._planner), now))
+        self.wake()
+
+    def finding(self, episode: str) -> Finding | None:
+        """The episode as its parent message shows it (None: not known here)."""
+        row = self._store.episodes({episode}).get(episode)
+        return row.finding if row is not None else None
+
+    def adopt_thread(self, ladder: str, parent: SlackParent, labels: LabelSet) -> None:
+        """Go on in a thread another leader started (a click on its parent)."""
+        if self._handover is not None:
+            self._handover.adopt(ladder, parent, labels)
+
     def publish_handover(self) -> int:
         """Hand new parents of ladder episodes to the shared state (the worker does this)."""
         if self._handover is None or not self._may_send():
@@ -240,7 +273,13 @@ class SlackNotifier:
     def _rows(self, plan: NotifyPlan, now: float, prune_before: float | None = None) -> IntakeRows:
         for skip in plan.skipped:
             logger.debug("slack: no message for %s: %s", skip.key, skip.reason)
-        return intake_rows(plan, now, webhook=self._planner.webhook, prune_before=prune_before)
+        return intake_rows(
+            plan,
+            now,
+            webhook=self._planner.webhook,
+            prune_before=prune_before,
+            buttons=self.button_rules(),
+        )
 
     def _write(self, rows: IntakeRows) -> None:
         with self._db.transaction() as conn:

@@ -163,6 +163,11 @@ class Handover:
             done += 1
         return done
 
+    def adopt(self, ladder: str, parent: SlackParent, labels: LabelSet) -> None:
+        """A click on a parent another leader posted: go on in its thread."""
+        if parent.alert_episode not in self._store.episodes({parent.alert_episode}):
+            self._adopt(ladder, parent.alert_episode, parent, labels)
+
     def _adopt(
         self, ladder: str, alert_episode: str, parent: SlackParent, labels: LabelSet
     ) -> None:

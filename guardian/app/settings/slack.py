@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import Field, field_validator, model_validator
 
 from guardian.app.settings.prices import PriceSettings
+from guardian.engine.notify.click_plan import Access
 from guardian.engine.notify.findings import FindingRules
 from guardian.engine.notify.routing import WEEKDAYS, MuteWindow, Routes
 from guardian_common.config_types import Bool, ConfigPath, Duration, Int, StrictModel
@@ -24,6 +25,12 @@ _MEANINGS: dict[str, Meaning] = {
     "GpuIdle": "peak_utilization",
     "GpuMemoryUnderutilized": "peak_memory_ratio",
 }
+# docs/runbooks/ in the GPU Guardian repository (docs/runbooks/README.md).
+REPOSITORY_RUNBOOKS = (
+    "https://github.com/gpu-guardian/gpu-guardian/blob/main/docs/runbooks/{alertname_lower}.md"
+)
+_RUNBOOK_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+_SLACK_ID = re.compile(r"^[UWS][A-Z0-9]{2,}$")
 _HHMM = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$|^24:00$")
 
 
@@ -149,6 +156,86 @@ class DeliverySettings(StrictModel):
         return self
 
 
+def _ids(values: list[str]) -> list[str]:
+    for value in values:
+        if not _SLACK_ID.match(value):
+            raise ValueError(
+                f"{value!r} is not a Slack user (U…, W…) or user-group (S…) ID; "
+                "names change, IDs do not"
+            )
+    return values
+
+
+class AccessSettings(StrictModel):
+    """Who may press the buttons. Slack user IDs (``U…``/``W…``) or user-group IDs (``S…``)."""
+
+    admins: list[str] = Field(default_factory=list)
+    """May press every button on every episode."""
+    by_namespace: dict[str, list[str]] = Field(default_factory=dict)
+    """Namespace -> who may act on its workloads."""
+    by_gpu_group: dict[str, list[str]] = Field(default_factory=dict)
+    """``gpu_group`` label value -> who may act on workloads using that GPU group."""
+    owners_annotation: Bool = True
+    """Also whoever the namespace's ``gpu-guardian.io/owners`` annotation names (IDs,
+    comma- or space-separated): teams manage their own owners."""
+
+    @field_validator("admins")
+    @classmethod
+    def _admins(cls, values: list[str]) -> list[str]:
+        return _ids(values)
+
+    @field_validator("by_namespace", "by_gpu_group")
+    @classmethod
+    def _maps(cls, values: dict[str, list[str]]) -> dict[str, list[str]]:
+        for ids in values.values():
+            _ids(ids)
+        return values
+
+    def access(self) -> Access:
+        return Access(
+            admins=tuple(self.admins),
+            by_namespace={k: tuple(v) for k, v in self.by_namespace.items()},
+            by_gpu_group={k: tuple(v) for k, v in self.by_gpu_group.items()},
+            owners_annotation=self.owners_annotation,
+        )
+
+
+class InteractivitySettings(StrictModel):
+    """Buttons on episode messages (Keep 4h, Keep 24h, Exempt, Restore, Reclaim now)."""
+
+    enabled: Bool = False
+    """Show buttons and act on clicks. Needs the app-level token (socket) or the signing
+    secret (http), and remediation (the buttons act through its executor)."""
+    mode: Literal["socket", "http"] = "socket"
+    """"socket": Slack's Socket Mode, an outbound websocket (no public endpoint);
+    "http": Slack POSTs clicks to ``listen_address`` (needs ingress)."""
+    app_token_env: str = "SLACK_APP_TOKEN"  # noqa: S105 - the variable's name
+    """Variable holding the app-level token (``xapp-…``, scope connections:write)."""
+    app_token_file: ConfigPath | None = None
+    """File holding the app-level token; wins over ``app_token_env``."""
+    signing_secret_env: str = "SLACK_SIGNING_SECRET"  # noqa: S105 - the variable's name
+    """Variable holding the app's signing secret (http mode)."""
+    signing_secret_file: ConfigPath | None = None
+    """File holding the signing secret; wins over ``signing_secret_env``."""
+    listen_address: str = "0.0.0.0:8090"
+    """host:port of the http mode's own listener (not the metrics port)."""
+    path: str = "/slack/interactivity"
+    """The Request URL's path."""
+    reclaim_now: Bool = False
+    """Offer *Reclaim now* during an enforced grace period. Off: stopping a workload
+    early is rarely what an on-call engineer should do from a phone."""
+    authorized: AccessSettings = AccessSettings()
+    """Who may press what."""
+
+    @field_validator("listen_address")
+    @classmethod
+    def _address(cls, value: str) -> str:
+        _host, sep, port = value.rpartition(":")
+        if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+            raise ValueError(f"listen_address must be host:port, got {value!r}")
+        return value
+
+
 class SlackSettings(StrictModel):
     enabled: Bool = True
     """Post at all; off keeps the section (and its validation) without posting."""
@@ -186,8 +273,14 @@ class SlackSettings(StrictModel):
     no ``idle_since``; the defaults match the shipped rules (30m, 1h)."""
     cluster_label: str = "cluster"
     """Alert label that names the cluster in messages (the usual external label)."""
+    runbook_url_pattern: str | None = REPOSITORY_RUNBOOKS
+    """Where a shipped alert's runbook link points (``{alertname_lower}``,
+    ``{alertname}``): by default the pages in the repository; your fork or a mirror;
+    null: the alert's ``runbook_url`` as it is. Other alerts keep their own."""
     delivery: DeliverySettings = DeliverySettings()
     """Pacing, retries and retention of posts."""
+    interactivity: InteractivitySettings = InteractivitySettings()
+    """Buttons, and who may press them."""
 
     @field_validator("api_url")
     @classmethod
@@ -197,8 +290,24 @@ class SlackSettings(StrictModel):
             raise ValueError(f"api_url must start with http:// or https://, got {shown!r}")
         return url if url.endswith("/") else url + "/"
 
+    @field_validator("runbook_url_pattern")
+    @classmethod
+    def _runbooks(cls, pattern: str | None) -> str | None:
+        if pattern is None:
+            return None
+        if not pattern.startswith(("http://", "https://")):
+            raise ValueError(f"runbook_url_pattern must be an http(s) URL, got {pattern!r}")
+        unknown = set(_RUNBOOK_PLACEHOLDER.findall(pattern)) - {"alertname", "alertname_lower"}
+        if unknown:
+            raise ValueError(
+                f"unknown placeholder(s) {sorted(unknown)} in runbook_url_pattern; "
+                "use {alertname} or {alertname_lower}"
+            )
+        return pattern
+
     def finding_rules(self) -> FindingRules:
         return FindingRules(
+            runbook_url_pattern=self.runbook_url_pattern,
             prices=self.prices.table(),
             value_meaning=dict(self.value_meaning),
             idle_windows=dict(self.idle_windows),

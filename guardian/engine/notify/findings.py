@@ -80,6 +80,23 @@ class FindingRules:
         default_factory=lambda: {"GpuIdle": 1800.0, "GpuMemoryUnderutilized": 3600.0}
     )
     cluster_label: str = "cluster"
+    runbook_url_pattern: str | None = None  # where the shipped runbooks are read
+
+
+# The shipped rules' runbook addresses; a message links to the page they name through
+# ``runbook_url_pattern`` (docs/runbooks/README.md).
+SHIPPED_RUNBOOKS = "https://gpu-guardian.io/runbooks/"
+
+
+def runbook_link(annotation: str | None, alertname: str, pattern: str | None) -> str | None:
+    """The runbook a message links to: a shipped runbook through ``pattern``
+    (``{alertname}``, ``{alertname_lower}``: the page's name), anything else as it is."""
+    if not annotation:
+        return None
+    if pattern is None or not annotation.startswith(SHIPPED_RUNBOOKS):
+        return annotation
+    page = annotation.removeprefix(SHIPPED_RUNBOOKS).strip("/") or alertname.lower()
+    return pattern.replace("{alertname_lower}", page).replace("{alertname}", alertname)
 
 
 def _number(text: str | None) -> float | None:
@@ -169,7 +186,9 @@ def new_finding(
         updated_at=now,
         summary=annotations.get("summary", ""),
         description=annotations.get("description", ""),
-        runbook_url=annotations.get("runbook_url") or None,
+        runbook_url=runbook_link(
+            annotations.get("runbook_url"), alertname, rules.runbook_url_pattern
+        ),
         cluster=labels.get(rules.cluster_label) or None,
         namespace=labels.get("namespace") or None,
         pod=labels.get("pod") or None,

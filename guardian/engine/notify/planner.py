@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from guardian.engine.notify import lifecycle as lc
+from guardian.engine.notify.click_plan import ClickOutcome, apply_click
 from guardian.engine.notify.findings import (
     FindingRules,
     apply_remediation,
@@ -229,6 +230,28 @@ def _alert_episode(draft: Draft, e: RemediationEvent) -> str:
         return e.episode  # an episode of its own (the notifier never saw the alert)
     draft.claim(e.episode, match)
     return match
+
+
+# ------------------------------------------------------------------ clicks
+def plan_click(
+    state: NotifyState, outcome: ClickOutcome, now: float, settings: PlannerSettings
+) -> NotifyPlan:
+    """A button's effect: the parent shows it, the thread says who did what. The ledger
+    events the click wrote are marked seen, so the thread does not tell it twice."""
+    draft = Draft(state)
+    idem = f"click:{outcome.key}"
+    for key in outcome.ledger_keys:
+        draft.mark_seen(key)
+    if draft.mark_seen(idem):
+        draft.skip(idem, "applied before (a replay)")
+        return draft.plan()
+    row = draft.episode(outcome.episode)
+    if row is None:
+        draft.skip(idem, "no such episode here: nothing to update")
+        return draft.plan()
+    after, entry = apply_click(row.finding, outcome)
+    _apply(draft, _Change(row, after, entry, idem), now, settings)
+    return draft.plan()
 
 
 # ------------------------------------------------------------------ reminders, mutes

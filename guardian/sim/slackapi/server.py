@@ -21,8 +21,11 @@ from typing import Any, Literal
 
 from guardian.sim.slackapi.errors import ApiError, Throttled
 from guardian.sim.slackapi.faults import WEBHOOK, ChannelPacer, Fault, Faults
+from guardian.sim.slackapi.interactions import Ephemeral, People, post_signed
 from guardian.sim.slackapi.methods import WebApi
+from guardian.sim.slackapi.socket_mode import Delivery, SocketModeHub
 from guardian.sim.slackapi.webhooks import Webhooks
+from guardian.sim.slackapi.websocket import WebSocket, accept_key
 from guardian.sim.slackapi.wire import Reply, fault_reply, json_reply, parse_body, text_reply
 from guardian.sim.slackapi.workspace import Channel, Message, Workspace
 from guardian_common.stop_on_exit import StopOnExit
@@ -78,6 +81,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         try:
+            if self.headers.get("Upgrade", "").lower() == "websocket":
+                self.server.fake._upgrade(self)
+                return
             self.server.fake._serve(self)
         except Exception:
             # A bug in the fake must show as a failed call, not a hung client.
@@ -102,6 +108,8 @@ class FakeSlack(StopOnExit):
         clock: Callable[[], float] = time.time,
         channel_rate: float | None = None,
         channel_burst: int = 1,
+        app_tokens: Iterable[str] = ("xapp-test",),
+        ack_timeout: float = 3.0,
     ) -> None:
         self.tokens = frozenset(tokens)
         self.clock = clock
@@ -113,6 +121,10 @@ class FakeSlack(StopOnExit):
         self.api = WebApi(self.workspace, base_url=lambda: self.url, pacer=self.pacer)
         self.outage: OutageMode | None = None
         self.webhooks = Webhooks(self.api, self.faults)
+        self.socket_mode = SocketModeHub(frozenset(app_tokens), clock, ack_timeout=ack_timeout)
+        self.people = People(self.workspace, clock)
+        self.api.handlers["chat.postEphemeral"] = self.people.post_ephemeral
+        self.api.handlers["usergroups.users.list"] = self.people.usergroup_users
         self._log: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._server: _Server | None = None
@@ -132,6 +144,8 @@ class FakeSlack(StopOnExit):
         clock: Callable[[], float] = time.time,
         channel_rate: float | None = None,
         channel_burst: int = 1,
+        app_tokens: Iterable[str] = ("xapp-test",),
+        ack_timeout: float = 3.0,
     ) -> FakeSlack:
         """Start serving on ``host:port`` (0: a free port) and return the handle."""
         fake = cls(
@@ -140,6 +154,8 @@ class FakeSlack(StopOnExit):
             clock=clock,
             channel_rate=channel_rate,
             channel_burst=channel_burst,
+            app_tokens=app_tokens,
+            ack_timeout=ack_timeout,
         )
         fake._listen(host, port)
         return fake
@@ -168,6 +184,7 @@ class FakeSlack(StopOnExit):
     def stop(self) -> None:
         """Stop serving and close every socket. Safe to call twice."""
         self._stopped = True
+        self.socket_mode.close()
         self._close()
 
     @property
@@ -231,6 +248,43 @@ class FakeSlack(StopOnExit):
         """Later posts to ``url`` get 404 ``no_service``."""
         self.webhooks.revoke(urllib.parse.urlsplit(url).path)
 
+    # -------------------------------------------------------------- people
+    def add_usergroup(self, group: str, users: Iterable[str]) -> None:
+        """A user group (``S…``) and its members, for ``usergroups.users.list``."""
+        self.people.usergroups[group] = tuple(users)
+
+    def click(self, user: str, channel: str, ts: str, action_id: str) -> Delivery:
+        """``user`` presses the button ``action_id`` on message ``ts``: a ``block_actions``
+        envelope over Socket Mode. Raises LookupError when the message has no such button."""
+        payload = self.people.block_actions(self.url, channel, ts, action_id, user)
+        return self.socket_mode.deliver("interactive", payload)
+
+    def redeliver(self, delivery: Delivery) -> Delivery:
+        """The same payload again, as a new envelope (a double click's twin)."""
+        return self.socket_mode.deliver(delivery.type, delivery.payload)
+
+    def click_http(
+        self,
+        url: str,
+        signing_secret: str,
+        user: str,
+        channel: str,
+        ts: str,
+        action_id: str,
+        *,
+        timestamp: float | None = None,
+        tamper: bool = False,
+    ) -> tuple[int, bytes]:
+        """The same click sent to an HTTP Request URL, signed (``tamper``: the body is
+        changed after signing; ``timestamp``: the request's, default the clock's)."""
+        payload = self.people.block_actions(self.url, channel, ts, action_id, user)
+        stamp = self.clock() if timestamp is None else timestamp
+        return post_signed(url, payload, signing_secret, timestamp=stamp, tamper=tamper)
+
+    def ephemerals(self, user: str | None = None) -> list[Ephemeral]:
+        """Messages only one user saw (chat.postEphemeral, response_url answers)."""
+        return self.people.ephemerals(user)
+
     # -------------------------------------------------------------- assertions
     def messages(self, channel: str, *, include_deleted: bool = False) -> list[Message]:
         """Parents oldest first, each with ``replies`` (oldest first) and ``edits``."""
@@ -264,6 +318,10 @@ class FakeSlack(StopOnExit):
         elif webhook:
             content_type = handler.headers.get("Content-Type", "")
             body, reply = self.webhooks.handle(split.path, content_type, raw)
+        elif split.path.startswith("/actions/"):
+            method = "response_url"
+            status, text = self.people.respond(split.path, raw)
+            reply = text_reply(status, text, None if status == 200 else text)
         elif split.path.startswith("/api/"):
             body, reply = self._web_api(method, split.query, handler, raw)
         else:
@@ -303,6 +361,11 @@ class FakeSlack(StopOnExit):
         if fault is not None:
             return args, fault_reply(fault, webhook=False)
         try:
+            if method == "apps.connections.open":
+                bearer = handler.headers.get("Authorization") or ""
+                token = bearer.removeprefix("Bearer ").strip() or args.get("token")
+                ws_base = self.url.replace("http://", "ws://", 1)
+                return args, json_reply({"ok": True, **self.socket_mode.open(token, ws_base)})
             if method not in _NO_AUTH:
                 self._authenticate(handler.headers.get("Authorization"), args, content_type)
             return args, json_reply(self.api.call(method, args))
@@ -310,6 +373,24 @@ class FakeSlack(StopOnExit):
             return args, json_reply(error.body(), error.status)
         except Throttled as throttled:
             return args, fault_reply(Fault(429, throttled.retry_after), webhook=False)
+
+    def _upgrade(self, handler: _Handler) -> None:
+        """A Socket Mode websocket: the one-time ticket from apps.connections.open."""
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(handler.path).query)
+        ticket = (query.get("ticket") or [""])[0]
+        key = handler.headers.get("Sec-WebSocket-Key", "")
+        if not key or not self.socket_mode.take_ticket(ticket):
+            handler.send_error(401 if key else 400)
+            return
+        handler.send_response(101, "Switching Protocols")
+        handler.send_header("Upgrade", "websocket")
+        handler.send_header("Connection", "Upgrade")
+        handler.send_header("Sec-WebSocket-Accept", accept_key(key))
+        handler.end_headers()
+        handler.wfile.flush()
+        handler.close_connection = True
+        handler.connection.settimeout(0.5)
+        self.socket_mode.serve(WebSocket(handler.connection))
 
     def _authenticate(self, authorization: str | None, args: dict[str, Any], ctype: str) -> None:
         token = None

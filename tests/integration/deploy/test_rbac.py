@@ -20,8 +20,10 @@ import pytest
 from kubernetes import client
 
 from exporter.adapters.kube_pods import PodWatcher
+from guardian.adapters.kube.click_store import NAME as CLICKS
+from guardian.adapters.kube.click_store import ClickStore
 from guardian.adapters.kube.episode_store import EpisodeStore
-from guardian.adapters.kube.executor import Executor
+from guardian.adapters.kube.executor import Executor, Hold
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.kube.rest import KubeRest
 from guardian.app.remediation.journal import EpisodeJournal
@@ -29,6 +31,7 @@ from guardian.app.remediation.leader import LeaseElector
 from guardian.app.remediation.pending_pods import PendingPods
 from guardian.app.remediation.policy_objects import PolicyObjects
 from guardian.app.settings.remediation import SharedStateSettings
+from guardian.engine.notify.click_plan import Click
 from guardian.model.labels import LabelSet
 from guardian.model.policies_crd import crds
 from guardian.model.reclaim import ActionKind, Plan, PlannedAction
@@ -265,6 +268,17 @@ def test_controller_rbac_is_exactly_what_the_controller_calls(
     journal.end("ep1", EpisodeState.CLOSED, NOW + 60)
     assert len(kube.objects("ConfigMap", NS)) == 1
 
+    # A Slack click: recorded (create, then compare-and-swap), acted on, marked done.
+    clicks = ClickStore(rest, NS)
+    click = Click("keep_4h", "ep1", "U0ALICE", "C0ALERTS", "1700000000.000100", NOW)
+    assert clicks.record(click, NOW) is None
+    hold = Hold(
+        {"gpu-guardian.io/snooze-until": "2030-01-01T00:00:00Z"}, "GPUIdleKept", "kept", "ep1"
+    )
+    executor.hold(reader.workload(ref), hold, NOW)
+    clicks.finish(click, NOW, "kept")
+    assert len(kube.objects("ConfigMap", NS)) == 2
+
     _policy_objects_and_pending_pods(kube, api_client, rest)
     check(_accesses(kube), grants(builds["base"], "gpu-guardian-controller"))
 
@@ -307,7 +321,7 @@ def test_the_role_names_every_shard_of_the_shared_state(builds: dict[str, Build]
     named = [r for r in role["rules"] if r.get("resourceNames")]
     (rule,) = named
     shards = EpisodeStore(KubeRest(None), NS, **_shared_state_defaults()).shard_names()
-    assert rule["resourceNames"] == shards
+    assert rule["resourceNames"] == [*shards, CLICKS]
 
 
 def _shared_state_defaults() -> dict[str, Any]:

@@ -140,8 +140,14 @@ def seed(kube: FakeKubeAPI) -> None:
 
 
 def start_replicas(
-    tmp_path: Path, kube: FakeKubeAPI, prometheus_url: str, slack: FakeSlack
+    tmp_path: Path,
+    kube: FakeKubeAPI,
+    prometheus_url: str,
+    slack: FakeSlack,
+    *,
+    app_token: str | None = None,
 ) -> tuple[ProcessGroup, Replicas]:
+    """``app_token``: Slack buttons over Socket Mode with this app-level token."""
     profile = DemoProfile(factor=FACTOR)
     rules = write_profile_rules(
         sorted((ROOT / "rules" / "guardian").glob("*.yaml")), tmp_path / "rules", profile
@@ -157,7 +163,7 @@ def start_replicas(
             replica=spec,
             kubeconfig=kubeconfig,
             policy_files=[policy],
-            slack=cfg.SlackTarget(slack.api_base_url, CHANNEL.id),
+            slack=cfg.SlackTarget(slack.api_base_url, CHANNEL.id, buttons=app_token is not None),
             profile=profile,
         )
         config["slack"]["delivery"] = {"post_interval": "200ms"}
@@ -168,7 +174,8 @@ def start_replicas(
         return config
 
     procs = ProcessGroup(tmp_path / "logs")
-    replicas = Replicas.create(procs, tmp_path, kube, config_for, env={cfg.TOKEN_ENV: TOKEN})
+    env = {cfg.TOKEN_ENV: TOKEN, **({cfg.APP_TOKEN_ENV: app_token} if app_token else {})}
+    replicas = Replicas.create(procs, tmp_path, kube, config_for, env=env)
     return procs, replicas
 
 
