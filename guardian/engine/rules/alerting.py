@@ -47,7 +47,8 @@ class TemplateEnv:
         object.__setattr__(self, "external_labels", LabelSet(self.external_labels))
 
 
-MemoKey = tuple[LabelSet, float, TemplateEnv]
+# Per sample's labels: the value and env it was expanded with, and what that gave.
+MemoEntry = tuple[float, TemplateEnv, LabelSet, LabelSet]
 
 
 def query_text(expr: str) -> str:
@@ -76,9 +77,7 @@ class CompiledAlertingRule:
     annotations: tuple[tuple[str, Template | str], ...]
     static: bool = False
     memoisable: bool = False
-    memo: dict[MemoKey, tuple[LabelSet, LabelSet]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
+    memo: dict[LabelSet, MemoEntry] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def compile(cls, rule: AlertingRule) -> CompiledAlertingRule:
@@ -156,17 +155,18 @@ def _candidates(
     """Alert labels -> (value, annotations) per sample; None on a label-set collision."""
     out: dict[LabelSet, tuple[float, LabelSet]] = {}
     memo = compiled.memo if compiled.memoisable else None
-    fresh: dict[MemoKey, tuple[LabelSet, LabelSet]] = {}
+    fresh: dict[LabelSet, MemoEntry] = {}
     for sample in answer.samples:
-        memo_key = (sample.labels, sample.value, env)
-        expanded = memo.get(memo_key) if memo is not None else None
-        if expanded is None:
-            expanded = _expand_sample(compiled, sample, env, query)
-        fresh[memo_key] = expanded
-        key, notes = expanded
+        labels, value = sample.labels, sample.value
+        hit = memo.get(labels) if memo is not None else None
+        if hit is not None and _same(hit[0], value) and (hit[1] is env or hit[1] == env):
+            key, notes = hit[2], hit[3]
+        else:
+            key, notes = _expand_sample(compiled, sample, env, query)
+        fresh[labels] = (value, env, key, notes)
         if key in out:
             return None
-        out[key] = (sample.value, notes)
+        out[key] = (value, notes)
     if memo is not None:
         memo.clear()
         memo.update(fresh)
@@ -249,7 +249,9 @@ def evaluate_alerting_rule(
     for labels, (value, notes) in candidates.items():
         existing = new.get(labels)
         if existing is not None and existing.state is not AlertState.INACTIVE:
-            if not _same(existing.value, value) or existing.annotations != notes:
+            if not _same(existing.value, value) or (
+                existing.annotations is not notes and existing.annotations != notes
+            ):
                 # Only a changed alert becomes a new object: the store writes just those.
                 new[labels] = replace(existing, value=value, annotations=notes)
         else:
@@ -257,7 +259,12 @@ def evaluate_alerting_rule(
 
     transitions: list[AlertTransition] = []
     active_pending = 0
+    for_ms = _ms(rule.for_seconds)
     for labels, alert in list(new.items()):
+        firing = alert.state is AlertState.FIRING and alert.keep_firing_since is None
+        if firing and labels in candidates:  # still firing: nothing to decide (the common case)
+            active_pending += 1
+            continue
         before = active.get(labels)
         before_state = before.state if before is not None else AlertState.INACTIVE
         if labels not in candidates:
@@ -301,7 +308,7 @@ def evaluate_alerting_rule(
         elif alert.keep_firing_since is not None:
             alert = replace(alert, keep_firing_since=None)
         active_pending += 1
-        if alert.state is AlertState.PENDING and _ms(ts - alert.active_at) >= _ms(rule.for_seconds):
+        if alert.state is AlertState.PENDING and _ms(ts - alert.active_at) >= for_ms:
             alert = replace(alert, state=AlertState.FIRING, fired_at=ts)
         new[labels] = alert
         if alert.state is not before_state:

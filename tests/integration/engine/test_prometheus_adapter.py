@@ -12,8 +12,10 @@ from guardian.adapters.prometheus import (
     PrometheusQuerier,
     QueryFailedError,
     QueryRejectedError,
+    _parse,
 )
 from guardian.model.http_client import BasicAuthConfig, HttpClientConfig
+from guardian.model.labels import LabelSet
 from guardian.sim.prometheus_server import free_loopback_port
 from tests.integration.engine.conftest import T0, openmetrics, series
 
@@ -43,6 +45,38 @@ def test_instant_query_at_the_evaluation_timestamp(prometheus: Any) -> None:
     assert outcomes == ["success", "success", "success"]
     assert "m" in querier.metric_names()
     querier.close()
+
+
+def test_a_series_still_in_the_answer_keeps_its_label_set_object(prometheus: Any) -> None:
+    prom = prometheus(openmetrics=DATA)
+    querier = PrometheusQuerier(PrometheusAccess(HttpClientConfig(prom.url, timeout=5)))
+
+    first = {s.labels["instance"]: s.labels for s in querier.query("m", T0 + 300).samples}
+    again = {s.labels["instance"]: s.labels for s in querier.query("m", T0 + 360).samples}
+    only_a = querier.query('m{instance="a"} * 2', T0 + 360).samples
+
+    # The same objects (no new LabelSet for a series seen in the last answer to the same
+    # expression), equal to what a fresh decode gives; another expression decodes anew.
+    assert all(again[k] is first[k] for k in ("a", "b"))
+    assert first["a"] == LabelSet(dict(first["a"]))
+    assert only_a[0].labels == first["a"].without("__name__")
+    assert only_a[0].labels is not first["a"]
+    querier.close()
+
+
+def test_decoding_sorts_labels_a_server_sent_unsorted() -> None:
+    body = {
+        "status": "success",
+        "data": {
+            "resultType": "vector",
+            "result": [{"metric": {"b": "2", "a": "1"}, "value": [0, "1"]}],
+        },
+    }
+    seen: dict[tuple[tuple[str, str], ...], LabelSet] = {}
+    for _ in range(2):
+        result, seen = _parse(body, False, seen)
+        (sample,) = result.samples
+        assert sample.labels.items_sorted == (("a", "1"), ("b", "2"))
 
 
 def test_bad_query_is_permanent_400_and_execution_error_is_422(prometheus: Any) -> None:

@@ -297,3 +297,35 @@ def test_for_is_exact_with_millisecond_slot_offsets() -> None:
         active = step.active
         fired.append(next(iter(active.values())).state.value)
     assert fired == ["pending"] * 5 + ["firing"]
+
+
+def test_annotations_are_reexpanded_only_when_value_or_external_labels_change() -> None:
+    rule = AlertingRule("A", "m", annotations={"v": "{{ $value }} {{ $externalLabels.c }}"})
+    compiled = CompiledAlertingRule.compile(rule)
+    env = TemplateEnv({"c": "x"})
+    active: dict[LabelSet, Alert] = {}
+    seen = []
+    objects = []
+    steps = [(1.0, env), (1.0, env), (2.0, env), (2.0, TemplateEnv({"c": "y"}))]
+    for k, (value, step_env) in enumerate(steps):
+        step = evaluate_alerting_rule(
+            compiled, active, _answer(["a"], {"a": value}), T0 + 60 * k, group="g", env=step_env
+        )
+        active = step.active
+        (alert,) = active.values()
+        seen.append(alert.annotations["v"])
+        objects.append(alert)
+    assert seen == ["1 x", "1 x", "2 x", "2 y"]
+    # Unchanged value and env: the same alert object, so the store writes nothing.
+    assert objects[1] is objects[0]
+
+
+def test_still_firing_alerts_keep_their_object_and_a_resolved_one_still_resolves() -> None:
+    rule = AlertingRule("A", "m")
+    compiled = CompiledAlertingRule.compile(rule)
+    first = evaluate_alerting_rule(compiled, {}, _answer(["a", "b"], {}), T0, group="g")
+    second = evaluate_alerting_rule(compiled, first.active, _answer(["a"], {}), T0 + 60, group="g")
+    a, b = (LabelSet({"alertname": "A", "instance": n}) for n in ("a", "b"))
+    assert second.active[a] is first.active[a]
+    assert second.active[b].state is AlertState.INACTIVE
+    assert [t.kind for t in second.transitions] == [TransitionKind.RESOLVED]
