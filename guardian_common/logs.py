@@ -30,10 +30,13 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False)
 
 
-def add_logging_arguments(parser: argparse.ArgumentParser, version: str) -> None:
-    """``--version``, ``--log-level`` and ``--log-format``, the same for both programs."""
+def add_logging_arguments(
+    parser: argparse.ArgumentParser, version: str, level_help: str = "INFO"
+) -> None:
+    """``--version``, ``--log-level`` and ``--log-format``, the same for both programs.
+    ``--log-level`` defaults to None: the program picks (``level_help`` says what)."""
     parser.add_argument("--version", action="version", version=f"%(prog)s {version}")
-    parser.add_argument("--log-level", default="INFO", help="log level (default: %(default)s)")
+    parser.add_argument("--log-level", help=f"log level (default: {level_help})")
     parser.add_argument(
         "--log-format",
         choices=LOG_FORMATS,

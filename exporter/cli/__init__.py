@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    configure_logging(args.log_level, args.log_format)
+    configure_logging(args.log_level or "INFO", args.log_format)
     if args.command == "serve":
         return _serve(args)
     return _attribute(args)

@@ -27,6 +27,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from typing import Any
 
+from guardian.adapters.kube.credentials import api_access
 from guardian.adapters.ledger import Ledger
 from guardian.app.notify import SlackNotifier
 from guardian.app.notify.owner_context import OwnerLookup
@@ -37,6 +38,7 @@ from guardian.app.remediation.build import (
     engine_alerts,
     pipeline_group_names,
 )
+from guardian.app.remediation.clusters import served_clusters
 from guardian.app.remediation.metrics import RemediationMetrics
 from guardian.app.remediation.policy_files import load_policies
 from guardian.app.remediation.status import StatusReport, build_status
@@ -75,7 +77,14 @@ class ControllerParts:
                 alerts=engine_alerts(engine),
                 pipeline_groups=pipeline_group_names(engine.groups),
                 metrics=RemediationMetrics(engine.metrics.registry),
+                default_cluster=settings.external_labels.get("cluster", ""),
+                # Through the engine's current querier (a reload may replace it).
+                source_clusters=served_clusters(lambda expr, ts: engine.query(expr, ts)),
+                env=env,
             )
+            # Credentials that load but cannot be used fail the start, in one line.
+            with api_access(self.remediation.rest.api_client):
+                self.remediation.loop.reader.namespace(settings.remediation.controller_namespace)
             engine.listeners.append(self.remediation.loop.on_evaluation)
         if settings.slack is not None and settings.slack.enabled:
             # Owner details and mentions need the cluster, which remediation reads anyway.

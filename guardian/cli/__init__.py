@@ -22,7 +22,9 @@ def build_parser() -> argparse.ArgumentParser:
             "GPU Guardian: find idle and under-used GPUs in Kubernetes, alert, and reclaim them."
         ),
     )
-    add_logging_arguments(parser, package_version())
+    add_logging_arguments(
+        parser, package_version(), "INFO; WARNING for commands that print their own outcome"
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.register_all(subparsers)
     return parser
@@ -35,7 +37,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return EXIT_USAGE
-    configure_logging(args.log_level, args.log_format)
+    level = args.log_level or getattr(args, "quiet_log_level", "INFO")
+    configure_logging(level, args.log_format)
     try:
         result: int = handler(args)
     except ConfigError as exc:  # any command: a bad file or flag exits 2 with one line each

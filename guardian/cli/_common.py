@@ -34,3 +34,12 @@ def package_version() -> str:
 def add_state_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="controller config (for its state_path)")
     parser.add_argument("--state", help="state database (default: the config's state_path)")
+
+
+def add_kube_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kubeconfig",
+        help="kubeconfig file (default: the --config's, else in-cluster, $KUBECONFIG, "
+        "~/.kube/config)",
+    )
+    parser.add_argument("--context", help="kubeconfig context (default: its current context)")

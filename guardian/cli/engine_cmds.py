@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 
+from guardian.adapters.kube.credentials import KubeAccessError
 from guardian.app.http_api import format_api_value
 from guardian.app.rules.eval_once import EvalReport, evaluate_once, parse_eval_time
 from guardian.app.runner import EngineRunner
@@ -96,6 +97,9 @@ def run_engine(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         runner = EngineRunner(args.config, os.environ)
+    except KubeAccessError as exc:
+        print(f"guardian run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except ConfigError as exc:
         return config_error("guardian run", exc)
     except OSError as exc:  # e.g. the listen address is taken

@@ -7,8 +7,16 @@ import os
 import sys
 import time
 
+from guardian.adapters.kube.credentials import KubeAccessError
 from guardian.app.remediation.restore import RestoreRequest, run_restore
-from guardian.cli._common import EXIT_FAILURE, EXIT_OK, SubParsers, add_state_options
+from guardian.cli._common import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    SubParsers,
+    add_kube_options,
+    add_state_options,
+)
 from guardian_common.errors import ConfigError, GuardianError
 
 
@@ -16,16 +24,13 @@ def register(subparsers: SubParsers) -> None:
     text = "restore a reclaimed workload: exact replicas, unsuspend, clear annotations"
     parser = subparsers.add_parser("restore", help=text, description=text)
     parser.add_argument("target", metavar="NAMESPACE/KIND/NAME", help="e.g. ml/Deployment/train")
-    parser.add_argument(
-        "--kubeconfig",
-        default=os.environ.get("KUBECONFIG"),
-        help="kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)",
-    )
+    add_kube_options(parser)
     parser.add_argument(
         "--dry-run", action="store_true", help="say what would change; change nothing"
     )
     add_state_options(parser)
-    parser.set_defaults(handler=run)
+    # Prints its own outcome and failures: logs only from warnings up, unless asked.
+    parser.set_defaults(handler=run, quiet_log_level="WARNING")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,11 +40,15 @@ def run(args: argparse.Namespace) -> int:
         state=args.state,
         config=args.config,
         dry_run=args.dry_run,
+        context=args.context,
     )
     try:
         ref, message = run_restore(request, os.environ, time.time())
     except ConfigError:
         raise  # guardian's main prints it and exits 2
+    except KubeAccessError as exc:
+        print(f"guardian restore: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except GuardianError as exc:
         print(f"guardian restore: {exc}", file=sys.stderr)
         return EXIT_FAILURE

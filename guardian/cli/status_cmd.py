@@ -1,5 +1,6 @@
-"""``guardian status``: active alerts, pending ladder steps, reclaimed workloads, from a
-running controller (``--url``) or a state database."""
+"""``guardian status``: active alerts, pending ladder steps, reclaimed workloads, refused
+alerts — from a running controller (``--url``) or a state database; with ``--live``, the
+cluster as it is now."""
 
 from __future__ import annotations
 
@@ -7,42 +8,52 @@ import argparse
 import json
 import os
 import sys
+from typing import Any
 
+from guardian.adapters.kube.credentials import KubeAccessError
 from guardian.adapters.status_api import fetch_status
-from guardian.app.remediation.build import state_database
-from guardian.app.remediation.status import StatusReport, read_status
-from guardian.cli._common import EXIT_FAILURE, EXIT_OK, SubParsers, add_state_options
+from guardian.app.remediation.status import StatusReport, StatusRequest, run_status
+from guardian.cli._common import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    SubParsers,
+    add_kube_options,
+    add_state_options,
+)
 from guardian_common.errors import ConfigError, GuardianError
 
 
 def register(subparsers: SubParsers) -> None:
-    text = "list active alerts, pending ladder steps and reclaimed workloads"
+    text = "list active alerts, pending ladder steps, reclaimed workloads and refused alerts"
     parser = subparsers.add_parser("status", help=text, description=text)
     add_state_options(parser)
     parser.add_argument(
         "--url", help="ask a running controller (e.g. http://gpu-guardian:9469); any replica"
     )
+    parser.add_argument(
+        "--live",
+        action="store_true",
+        help="also read the cluster now: the kill switch, each reclaimed workload's replicas "
+        "(implied by --kubeconfig and --context)",
+    )
+    add_kube_options(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
-    parser.set_defaults(handler=run_status)
+    # Prints its own outcome and failures: logs only from warnings up, unless asked.
+    parser.set_defaults(handler=run, quiet_log_level="WARNING")
 
 
-def run_status(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     if args.url:
-        try:
-            data = fetch_status(args.url)
-        except GuardianError as exc:
-            print(f"guardian status: {exc}", file=sys.stderr)
-            return EXIT_FAILURE
-        keys = ("alerts", "pending", "reclaimed")
-        return _print(StatusReport(**{k: list(data.get(k) or []) for k in keys}), args.json)
+        return _remote(args.url, args.json)
+    request = StatusRequest(args.state, args.config, args.live, args.kubeconfig, args.context)
     try:
-        path = state_database(args.state, args.config, os.environ)
-        if path is None:
-            print("guardian status: give --config or --state", file=sys.stderr)
-            return EXIT_FAILURE
-        report = read_status(path)
+        report = run_status(request, os.environ)
     except ConfigError:
         raise  # guardian's main prints it and exits 2
+    except KubeAccessError as exc:
+        print(f"guardian status: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except GuardianError as exc:
         print(f"guardian status: {exc}", file=sys.stderr)
         return EXIT_FAILURE
@@ -52,3 +63,24 @@ def run_status(args: argparse.Namespace) -> int:
 def _print(report: StatusReport, as_json: bool) -> int:
     print(json.dumps(report.to_json(), indent=2) if as_json else report.render())
     return EXIT_OK
+
+
+def _remote(url: str, as_json: bool) -> int:
+    """Ask a running controller: any replica answers from the same shared state."""
+    try:
+        data = fetch_status(url)
+    except GuardianError as exc:
+        print(f"guardian status: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+
+    def items(key: str) -> list[dict[str, Any]]:
+        return list(data.get(key) or [])
+
+    report = StatusReport(
+        alerts=items("alerts"),
+        pending=items("pending"),
+        reclaimed=items("reclaimed"),
+        refused=items("refused"),
+        holds=items("holds"),
+    )
+    return _print(report, as_json)

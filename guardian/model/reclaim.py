@@ -91,6 +91,8 @@ class PodOwner:
     pod: str
     root: WorkloadRef | None
     error: str | None = None
+    node: str | None = None  # the pod's spec.nodeName as read ("": unscheduled; None: unknown)
+    uid: str | None = None  # the pod's metadata.uid as read (None: unknown)
 
 
 @dataclass(frozen=True)

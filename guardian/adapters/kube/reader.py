@@ -103,6 +103,9 @@ class KubeReader:
         job: str | None = None
         try:
             obj = self.get(ref)
+            # Which pod this is: the planner checks them against the alert's node/pod_uid.
+            node = str((obj.get("spec") or {}).get("nodeName") or "")
+            uid = str((obj.get("metadata") or {}).get("uid") or "")
             for _ in range(MAX_DEPTH):
                 owner = controller_owner(obj)
                 if owner is None:
@@ -112,7 +115,7 @@ class KubeReader:
                 ref = owner
                 obj = self.get(ref)
             else:
-                return PodOwner(namespace, pod, None, "ownership chain too deep")
+                return PodOwner(namespace, pod, None, "ownership chain too deep", node, uid)
         except NotFound as exc:
             return PodOwner(namespace, pod, None, f"not found: {exc}")
         except GuardianError as exc:
@@ -121,7 +124,7 @@ class KubeReader:
             walk.pods.setdefault(ref, set()).add(pod)
             if job is not None and ref.kind == "CronJob":
                 walk.jobs.setdefault(ref, set()).add(job)
-        return PodOwner(namespace, pod, ref)
+        return PodOwner(namespace, pod, ref, node=node, uid=uid)
 
     # ---------------------------------------------------------------- workloads
     def workload(

@@ -136,7 +136,7 @@ class KubeRest:
             )
             response.read()
         except Exception as exc:  # urllib3 and socket errors: the API may come back
-            detail = client_secrets(client).scrub(f"{type(exc).__name__}: {exc}")
+            detail = client_secrets(client).scrub(f"cannot connect: {_root_cause(exc)}")
             raise Unavailable(f"{method} {path}: {detail}") from None
         status = int(response.status)
         if not 200 <= status < 300:
@@ -167,6 +167,20 @@ class KubeRest:
     def delete(self, path: str, preconditions: Mapping[str, str]) -> Obj:
         body = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": dict(preconditions)}
         return self.request("DELETE", path, body=body)
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The innermost reason of a urllib3/socket failure, e.g. "Connection refused"."""
+    found: BaseException = exc
+    for _ in range(10):
+        reason = getattr(found, "reason", None)
+        nxt = reason if isinstance(reason, BaseException) else found.__cause__ or found.__context__
+        if nxt is None:
+            break
+        found = nxt
+    if isinstance(found, OSError) and found.strerror:
+        return str(found.strerror)
+    return " ".join(str(found).split()) or type(found).__name__
 
 
 def object_path(api_version: str, plural: str, namespace: str | None, name: str = "") -> str:

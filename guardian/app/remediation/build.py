@@ -18,14 +18,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
-
+from guardian.adapters.kube.credentials import KubeCredentials, load_api_client
 from guardian.adapters.kube.executor import Executor
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.kube.rest import KubeRest
 from guardian.adapters.ledger import Ledger
+from guardian.adapters.refused_alerts import RefusedAlertStore
 from guardian.adapters.sqlite_db import Database
+from guardian.app.remediation.clusters import ClusterFilter, SourceClusters, alerts_only
 from guardian.app.remediation.leader import LeaseElector
 from guardian.app.remediation.loop import RemediationLoop
 from guardian.app.remediation.metrics import RemediationMetrics
@@ -39,13 +39,16 @@ from guardian.model.alerts import AlertState
 from guardian.model.reclaim import FiringAlert
 
 
-def kube_api_client(kubeconfig: str | None) -> Any:
-    """A real ``kubernetes`` ApiClient: from ``kubeconfig``, else the in-cluster account."""
-    if kubeconfig:
-        return k8s_config.new_client_from_config(config_file=kubeconfig)
-    configuration = k8s_client.Configuration()
-    k8s_config.load_incluster_config(client_configuration=configuration)
-    return k8s_client.ApiClient(configuration)
+def command_credentials(
+    kubeconfig: str | None, context: str | None, config: str | None, env: Mapping[str, str]
+) -> KubeCredentials:
+    """A CLI command's credentials: its flags, else the ``config``'s remediation settings,
+    else the standard chain (in-cluster, $KUBECONFIG, ~/.kube/config)."""
+    if config and not kubeconfig:
+        remediation = load_settings(config, env).remediation
+        kubeconfig = remediation.kubeconfig
+        context = context or remediation.kube_context
+    return KubeCredentials(kubeconfig, context, env)
 
 
 def engine_alerts(engine: RuleEngine) -> Callable[[], list[FiringAlert]]:
@@ -122,15 +125,27 @@ def build_remediation(
     pipeline_groups: Sequence[str],
     api_client: Any = None,
     metrics: RemediationMetrics | None = None,
+    default_cluster: str = "",
+    source_clusters: SourceClusters | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> RemediationParts:
+    """``default_cluster`` is this controller's cluster when ``settings.cluster`` is unset;
+    ``source_clusters`` reads which clusters the query endpoint serves; ``env`` is where
+    the standard credential chain looks (kubeconfig unset)."""
     policies = load_policies(settings.policy_files)
-    rest = KubeRest(
-        api_client if api_client is not None else kube_api_client(settings.kubeconfig),
-        timeout=settings.api_timeout,
-    )
+    if api_client is None:
+        credentials = KubeCredentials(settings.kubeconfig, settings.kube_context, env or {})
+        api_client = load_api_client(credentials)
+    rest = KubeRest(api_client, timeout=settings.api_timeout)
     reader = KubeReader(rest)
     metrics = metrics or RemediationMetrics()
     ledger = Ledger.attach(db)
+    clusters = ClusterFilter(
+        settings.cluster or default_cluster,
+        source_clusters or alerts_only,
+        RefusedAlertStore.attach(db),
+        metrics,
+    )
     elector: LeaseElector | None = None
     le = settings.leader_election
     if le.enabled:
@@ -160,5 +175,6 @@ def build_remediation(
         cycle_interval=settings.cycle_interval,
         metrics=metrics,
         is_leader=elector.is_leader if elector is not None else (lambda: True),
+        clusters=clusters,
     )
     return RemediationParts(loop, ledger, rest, metrics, elector)

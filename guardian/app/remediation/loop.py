@@ -5,7 +5,8 @@ keeps each group's last evaluation health, and at most once per ``cycle_interval
 evaluation time it reads the cluster, plans (pure), and applies the plan. Just before
 each step it reads the workload again and re-plans it alone; a 409 does the same
 (step_runner.py). Every step and every new refusal goes to the ledger as a
-RemediationEvent.
+RemediationEvent. Alerts of another cluster, and alerts whose pod is not the pod read
+from the cluster, are refused before any workload is looked at (clusters.py).
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from guardian.adapters.kube.executor import Executor, original_replicas, restore
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.kube.rest import NotFound
 from guardian.adapters.ledger import EpisodeState, Ledger
+from guardian.app.remediation.clusters import ClusterFilter
 from guardian.app.remediation.metrics import RemediationMetrics
 from guardian.app.remediation.recording import StepRecorder
 from guardian.app.remediation.step_runner import Ready, StepRunner
 from guardian.engine.remediation import PlannerSettings, is_pipeline, plan
+from guardian.engine.remediation.scope import check_pods
 from guardian.model.alerts import GroupEvaluation
 from guardian.model.labels import LabelSet
 from guardian.model.policies import Annotations, ReclaimPolicy
@@ -73,6 +76,7 @@ class RemediationLoop:
         cycle_interval: float = 60.0,
         metrics: RemediationMetrics | None = None,
         is_leader: Callable[[], bool] = lambda: True,
+        clusters: ClusterFilter | None = None,
     ) -> None:
         self.policies = list(policies)
         self.reader = reader
@@ -85,6 +89,7 @@ class RemediationLoop:
         self.metrics = metrics or RemediationMetrics()
         self.is_leader = is_leader
         self.recorder = StepRecorder(ledger, self.metrics)
+        self.clusters = clusters or ClusterFilter(metrics=self.metrics)
         self.health: dict[str, GroupHealth] = {}
         self.last_cycle: float | None = None
         self._lock = threading.Lock()
@@ -116,8 +121,10 @@ class RemediationLoop:
                 return None
             self.last_cycle = now
             self.metrics.cycles.inc()
-            alerts = self._relevant(self.alerts())
+            alerts, refused = self.clusters.split(self._relevant(self.alerts()), now)
             snapshot = self._snapshot(alerts, now)
+            alerts, mismatched = check_pods(alerts, snapshot)
+            self.clusters.record([*refused, *mismatched], now)
             self._reconcile(snapshot, now)
             result = self._plan(alerts, snapshot, now)
             self.recorder.waits(result.waits, now)
@@ -225,21 +232,17 @@ class RemediationLoop:
                 namespaces.pop(name, None)
             else:
                 namespaces[name] = found
-        alerts = self._relevant(self.alerts())  # the engine's alerts now, not at cycle start
-        mine = [
-            a
-            for a in alerts
-            if (
-                o := snapshot.pod_owners.get(
-                    (a.labels.get("namespace", ""), a.labels.get("pod", ""))
-                )
-            )
-            and o.root == ref
-        ] + [a for a in alerts if is_pipeline(a.labels)]
+        # The engine's alerts now, not at cycle start; their pods read again.
+        alerts = self.clusters.ours(self._relevant(self.alerts()))
+        mine = [a for a in alerts if (o := snapshot.pod_owners.get(_pod_of(a))) and o.root == ref]
+        owners = dict(snapshot.pod_owners)
+        owners.update({key: self.reader.resolve_pod(*key) for key in {_pod_of(a) for a in mine}})
         again = plan(
-            mine,
+            mine + [a for a in alerts if is_pipeline(a.labels)],
             self.policies,
-            dataclasses.replace(snapshot, workloads=workloads, namespaces=namespaces),
+            dataclasses.replace(
+                snapshot, workloads=workloads, namespaces=namespaces, pod_owners=owners
+            ),
             self.ledger.view(now),
             now,
             health=self.health,
@@ -301,3 +304,7 @@ class RemediationLoop:
                 return
         self.ledger.set_episode_state(episode, EpisodeState.CLOSED, now)
         logger.info("episode %s on %s closed: its alerts ended before a reclaim", episode, ref)
+
+
+def _pod_of(alert: FiringAlert) -> tuple[str, str]:
+    return alert.labels.get("namespace", ""), alert.labels.get("pod", "")

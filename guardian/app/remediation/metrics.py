@@ -29,6 +29,13 @@ class RemediationMetrics:
             "Workloads the last cycle did not act on, refused by a guard.",
             registry=self.registry,
         )
+        self.refused_alerts = Gauge(
+            "guardian_remediation_refused_alerts",
+            "Alerts the last cycle refused to act on: another cluster's, without a cluster "
+            "where the source serves several, or naming a pod that is not the one read.",
+            ["reason"],
+            registry=self.registry,
+        )
         self.cycles = Counter(
             "guardian_remediation_cycles_total", "Planner cycles run.", registry=self.registry
         )

@@ -11,11 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from guardian.adapters.kube.credentials import api_access, load_api_client
 from guardian.adapters.kube.executor import Executor
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.kube.rest import KubeRest
 from guardian.adapters.ledger import Ledger
-from guardian.app.remediation.build import kube_api_client, state_database
+from guardian.app.remediation.build import command_credentials, state_database
 from guardian.app.remediation.metrics import RemediationMetrics
 from guardian.app.remediation.recording import StepRecorder
 from guardian.app.remediation.step_runner import Ready, StepRunner
@@ -29,10 +30,11 @@ from guardian_common.errors import ConfigError, PermanentError
 @dataclass(frozen=True)
 class RestoreRequest:
     target: str  # NAMESPACE/KIND/NAME, KIND as kubectl accepts it
-    kubeconfig: str | None  # None: the in-cluster service account
+    kubeconfig: str | None  # None: the config's, else in-cluster, $KUBECONFIG, ~/.kube/config
     state: str | None = None  # the state database to record in
     config: str | None = None  # else the state_path of this controller config
     dry_run: bool = False
+    context: str | None = None  # kubeconfig context
 
 
 def parse_target(text: str, reader: KubeReader) -> WorkloadRef:
@@ -86,13 +88,15 @@ def run_restore(
     try:
         path = state_database(request.state, request.config, env)
         ledger = Ledger.open(path) if path else None
-        api_client = kube_api_client(request.kubeconfig)
+        credentials = command_credentials(request.kubeconfig, request.context, request.config, env)
+        api_client = load_api_client(credentials, retries=0)
         rest = KubeRest(api_client)
         reader = KubeReader(rest)
         executor = Executor(rest, reader, instance="guardian-cli")
         steps = StepRunner(executor, StepRecorder(ledger, RemediationMetrics()))
-        ref = parse_target(request.target, reader)
-        return ref, restore_workload(ref, reader, steps, now, dry_run=request.dry_run)
+        with api_access(api_client):  # unreachable or forbidden: one line, exit 2
+            ref = parse_target(request.target, reader)
+            return ref, restore_workload(ref, reader, steps, now, dry_run=request.dry_run)
     finally:
         if api_client is not None:
             api_client.close()

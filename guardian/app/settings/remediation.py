@@ -73,10 +73,17 @@ class RemediationSettings(StrictModel):
     """Stops every action (so does the kill-switch annotation on the controller namespace)."""
     policy_files: list[ConfigPath] = Field(default_factory=list)
     """ReclaimPolicy file globs, relative to the config file."""
+    cluster: str | None = None
+    """This controller's cluster: the ``cluster`` label value of the alerts it acts on.
+    Unset: ``external_labels.cluster`` if set. A controller that knows neither acts only
+    while its query endpoint serves at most one cluster."""
     controller_namespace: str = "gpu-guardian"
     """Namespace the controller runs in (Lease, kill switch); the manifests' namespace."""
     kubeconfig: ConfigPath | None = None
-    """kubeconfig file; unset: the in-cluster service account."""
+    """kubeconfig file; unset: the in-cluster service account, else ``$KUBECONFIG``, else
+    ``~/.kube/config``."""
+    kube_context: str | None = None
+    """kubeconfig context to use; unset: the kubeconfig's current context."""
     api_timeout: Duration = 10.0
     """Seconds one Kubernetes API call may take. 10s: a healthy API server answers in
     well under a second; longer means it is overloaded, and the cycle moves on."""

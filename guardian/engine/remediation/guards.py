@@ -14,6 +14,7 @@ from guardian.model.reclaim import (
     FiringAlert,
     GroupHealth,
     NamespaceState,
+    PodOwner,
     WorkloadState,
 )
 from guardian.model.remediation_events import WorkloadRef
@@ -114,23 +115,24 @@ def pipeline_reason(
     """Missing data is not idleness: why the metrics behind ``alerts`` cannot be trusted now.
 
     Blocks on a pending or firing pipeline alert (stale exporter, gap, exporter down, ...)
-    for the alert's node (one without a node blocks its whole cluster), and on any
-    required rule group (the alert's own, the pipeline groups) whose last evaluation
-    failed, was partial, or is older than ``max_age``.
+    for the alert's node; one that names no node holds its whole cluster, and the reason
+    says so. Also blocks on any required rule group (the alert's own, the pipeline
+    groups) whose last evaluation failed, was partial, or is older than ``max_age``.
     """
     alerts = list(alerts)
     pipeline = list(pipeline_alerts)
     for alert in alerts:
-        cluster = alert.labels.get("cluster", "")
-        node = alert.labels.get("node", "")
         for problem in pipeline:
-            if problem.labels.get("cluster", "") != cluster:
+            if not _same_cluster(alert, problem):
                 continue
-            p_node = problem.labels.get("node")
-            if p_node is None or p_node == node:
-                where = f"node {p_node}" if p_node else "its cluster"
-                state = "firing" if problem.firing else "pending"
-                return f"missing data is not idleness: {problem.alertname} is {state} for {where}"
+            p_node = problem.labels.get("node", "")
+            if p_node and p_node != alert.labels.get("node", ""):
+                continue
+            state = f"{problem.alertname} is {'firing' if problem.firing else 'pending'}"
+            if p_node:
+                return f"missing data is not idleness: {state} for node {p_node}"
+            why = cluster_wide_why(problem)
+            return f"missing data is not idleness: {state} for its cluster ({why})"
     groups = {a.group for a in alerts if a.group} | set(required_groups)
     for group in sorted(groups):
         last = health.get(group)
@@ -143,6 +145,48 @@ def pipeline_reason(
                 f"missing data is not idleness: rule group {group} last evaluated "
                 f"{now - last.ts:.0f}s ago"
             )
+    return None
+
+
+def _same_cluster(alert: FiringAlert, problem: FiringAlert) -> bool:
+    """A pipeline alert without ``cluster`` may be about any cluster the alerts are."""
+    mine, theirs = alert.labels.get("cluster", ""), problem.labels.get("cluster", "")
+    return not mine or not theirs or mine == theirs
+
+
+# Labels that say which scrape target or component a node-less pipeline alert is about.
+_SUBJECT_LABELS = ("reason", "job", "instance", "remote_name", "group", "rule")
+
+
+def cluster_wide_why(problem: FiringAlert) -> str:
+    """Why a pipeline alert holds a whole cluster: it names no node, and what it names."""
+    labels = problem.labels
+    cluster = labels.get("cluster", "")
+    named = ", ".join(f"{k}={labels[k]}" for k in _SUBJECT_LABELS if labels.get(k))
+    about = f" ({named})" if named else ""
+    where = f"cluster {cluster}" if cluster else "the cluster"
+    return (
+        f"cluster-wide hold: {problem.alertname}{about} names no node, so the data of every "
+        f"node in {where} is in doubt"
+    )
+
+
+def pod_mismatch(labels: Mapping[str, str], owner: PodOwner) -> str | None:
+    """Why the pod read from the cluster is not the one the alert's evidence is about
+    (another cluster's, or replaced by a same-named pod since), or None."""
+    node = labels.get("node", "")
+    if node and owner.node is not None and owner.node != node:
+        runs = f"runs on node {owner.node}" if owner.node else "is not scheduled on any node"
+        return (
+            f"the alert is about node {node} but the pod of that name {runs}: "
+            "not the pod the evidence is about"
+        )
+    uid = labels.get("pod_uid", "")
+    if uid and owner.uid is not None and owner.uid != uid:
+        return (
+            f"the alert is about pod UID {uid} but the pod of that name has UID {owner.uid}: "
+            "replaced since the evidence was gathered"
+        )
     return None
 
 

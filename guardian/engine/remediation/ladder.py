@@ -18,6 +18,7 @@ from guardian.engine.remediation.guards import (
     exclusion_requested,
     is_pipeline,
     pipeline_reason,
+    pod_mismatch,
     read_error,
     restarted_by_hand,
     warmup_reason,
@@ -323,6 +324,12 @@ def _by_root(
             why = owner.error if owner is not None and owner.error else "pod not found"
             unowned = f"pod {ns}/{pod}: {why}"
             planner.waits.append(Wait(None, unowned, alert_labels=alert.labels, refused=False))
+            continue
+        mismatch = pod_mismatch(alert.labels, owner)
+        if mismatch is not None:
+            planner.waits.append(
+                Wait(None, f"pod {ns}/{pod}: {mismatch}", alert_labels=alert.labels)
+            )
             continue
         roots[owner.root].append(alert)  # shared roots are deduplicated here
     return roots

@@ -21,6 +21,7 @@ from guardian.app.remediation.build import (
     engine_alerts,
     pipeline_group_names,
 )
+from guardian.app.remediation.clusters import served_clusters
 from guardian.app.rules.runtime import RuleEngine
 from guardian.app.settings.remediation import LeaderElectionSettings, RemediationSettings
 from guardian.engine.rules.alerting import TemplateEnv
@@ -177,6 +178,7 @@ def start_controller(
         alerts=engine_alerts(engine),
         pipeline_groups=pipeline_group_names(engine.groups),
         api_client=config.new_client_from_config(config_file=str(kubeconfig)),
+        source_clusters=served_clusters(querier.query),
     )
     engine.listeners.append(parts.loop.on_evaluation)
     return Controller(engine, parts, querier)

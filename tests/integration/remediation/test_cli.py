@@ -115,7 +115,7 @@ def test_restore_takes_the_loops_step_path(
 def test_status_needs_an_existing_state_database(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert guardian_main(["status"]) == 1
+    assert guardian_main(["status"]) == 2  # a usage error, as every missing input
     assert "give --config or --state" in capsys.readouterr().err
     missing = tmp_path / "missing.db"
     assert guardian_main(["status", "--state", str(missing)]) == 1

@@ -64,7 +64,7 @@ def make_loop(reader: KubeReader, executor: Executor, tmp_path: Path, **planner:
 def seeded(kube: FakeKubeAPI) -> None:
     dep = kube.create(b.deployment("train", "ml", replicas=2))
     rs = kube.create(b.replicaset("train-x", "ml", owners=[b.owner_reference(dep)]))
-    kube.create(b.pod("train-1", "ml", owners=[b.owner_reference(rs)]))
+    kube.create(b.pod("train-1", "ml", node="n1", owners=[b.owner_reference(rs)]))
 
 
 def run(loop: Any, *minutes: int) -> None:

@@ -21,6 +21,9 @@ MODES = (*(str(code) for code in STATUS), "garbage", "reset", "hang")
 class HostileServer:
     def __init__(self, mode: str = "401") -> None:
         self.mode = mode
+        # Request-line prefixes answered 200 with a body whatever the mode: lets a program
+        # get past a start-up check into the paths that meet the hostile answers.
+        self.friendly: dict[str, dict[str, Any]] = {}
         self._sock = socket.create_server(("127.0.0.1", 0), backlog=128)
         self._sock.settimeout(0.2)
         self.port = int(self._sock.getsockname()[1])
@@ -54,6 +57,11 @@ class HostileServer:
                 request = _read_request(conn)
             except OSError:
                 return
+            line = request.split(b"\r\n", 1)[0].decode("latin-1")
+            for prefix, answer in self.friendly.items():
+                if line.startswith(prefix):
+                    _send(conn, 200, "OK", json.dumps(answer).encode(), "application/json")
+                    return
             mode = self.mode
             if mode == "reset":  # an RST instead of an answer
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))

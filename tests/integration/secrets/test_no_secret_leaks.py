@@ -350,6 +350,15 @@ def test_command_lines(outputs: Outputs, files: dict[str, Path], tmp_path: Path)
         for mode in ("401", "hang"):
             servers["prometheus"].mode = mode
             run_cli([*guardian, "eval", "--config", str(config)], outputs, f"eval [{mode}]")
+        # A refusal at start ends `guardian run` at once, in one line.
+        servers["kube"].mode = "403"
+        run_cli([*guardian, "run", "--config", str(config)], outputs, "run refused at start")
+        # Past the start-up check, into the evaluation and leader-election failures.
+        servers["kube"].friendly["GET /api/v1/namespaces/"] = {
+            "kind": "Namespace",
+            "apiVersion": "v1",
+            "metadata": {"name": "gpu-guardian"},
+        }
         for modes in (("500", "401", "403"), ("reset", "429", "hang"), ("garbage", "503", "400")):
             for server, mode in zip(servers.values(), modes, strict=True):
                 server.mode = mode

@@ -1,0 +1,134 @@
+"""Which alerts are this controller's to act on: those of its own cluster.
+
+One query endpoint (a Thanos) may serve several clusters, and workload and pod names
+repeat across clusters, so an alert from another cluster would resolve to a same-named
+pod in ours. The ``cluster`` label decides:
+
+- the controller's own cluster (``remediation.cluster``, else ``external_labels.cluster``)
+  acts on alerts with that ``cluster``, and on alerts without one only while the source
+  serves no other cluster;
+- a controller that does not know its cluster acts only while the source serves at most
+  one cluster;
+- an alert of another cluster is never acted on.
+
+Then the pod an alert names, as read from the cluster, must be the pod the evidence is
+about: on the alert's ``node`` and, where the series carry ``pod_uid``, with that UID.
+
+Refused alerts come back with a reason, for the logs, the metrics and ``guardian status``.
+Pipeline alerts of another cluster are dropped silently (they say nothing about ours);
+those without a ``cluster`` stay, as holds: they may be about ours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from guardian.engine.remediation.guards import is_pipeline, pod_mismatch
+from guardian.model.reclaim import ClusterSnapshot, FiringAlert
+
+CLUSTER_LABEL = "cluster"
+
+
+class Refusal(StrEnum):
+    """Why an alert is not this controller's; the metrics' ``reason`` label."""
+
+    FOREIGN_CLUSTER = "foreign_cluster"
+    MISSING_CLUSTER = "missing_cluster"
+    CLUSTER_NOT_SET = "cluster_not_set"
+    CLUSTERS_UNKNOWN = "clusters_unknown"
+    POD_MISMATCH = "pod_mismatch"  # the pod read is not the one the alert is about
+
+
+@dataclass(frozen=True, slots=True)
+class RefusedAlert:
+    alert: FiringAlert
+    refusal: Refusal
+    reason: str
+
+
+@dataclass(frozen=True)
+class ClusterScope:
+    """This controller's cluster ("": not configured) and the clusters the source serves
+    (None: they could not be read, ``error`` says why)."""
+
+    own: str = ""
+    served: frozenset[str] | None = frozenset()
+    error: str = ""
+
+    def with_alerts(self, alerts: Iterable[FiringAlert]) -> ClusterScope:
+        """The served clusters, also counting those the alerts themselves name."""
+        if self.served is None:
+            return self
+        named = {a.labels.get(CLUSTER_LABEL, "") for a in alerts}
+        return ClusterScope(self.own, frozenset((self.served | named) - {""}), self.error)
+
+    def refusal(self, labels: Mapping[str, str]) -> tuple[Refusal, str] | None:
+        """Why an alert with ``labels`` is not ours to act on, or None."""
+        cluster = labels.get(CLUSTER_LABEL, "")
+        own = self.own
+        if own and cluster == own:
+            return None
+        if own and cluster:
+            return Refusal.FOREIGN_CLUSTER, (
+                f"the alert is about cluster {cluster}; this controller acts on cluster {own}"
+            )
+        if self.served is None:
+            return Refusal.CLUSTERS_UNKNOWN, (
+                f"cannot tell which clusters the source serves ({self.error or 'unknown'}), "
+                f"so {_named(cluster)} may belong to another cluster"
+            )
+        others = sorted(self.served - {own})
+        if own and others:
+            return Refusal.MISSING_CLUSTER, (
+                f"the alert has no cluster label and the source serves clusters "
+                f"{', '.join(sorted(self.served | {own}))}: it may be another cluster's"
+            )
+        if not own and len(self.served) > 1:
+            return Refusal.CLUSTER_NOT_SET, (
+                f"the source serves clusters {', '.join(others)} and this controller's cluster "
+                "is not set (remediation.cluster, or external_labels.cluster)"
+            )
+        return None
+
+
+def _named(cluster: str) -> str:
+    return f"cluster {cluster}" if cluster else "an alert without a cluster label"
+
+
+def scope_alerts(
+    alerts: Iterable[FiringAlert], scope: ClusterScope
+) -> tuple[list[FiringAlert], list[RefusedAlert]]:
+    """(the alerts this controller may act on, the refused ones with their reasons)."""
+    alerts = list(alerts)
+    scope = scope.with_alerts(alerts)
+    ours: list[FiringAlert] = []
+    refused: list[RefusedAlert] = []
+    for alert in alerts:
+        found = scope.refusal(alert.labels)
+        if found is None:
+            ours.append(alert)
+        elif is_pipeline(alert.labels):
+            if found[0] is not Refusal.FOREIGN_CLUSTER:
+                ours.append(alert)  # a hold that may be about our cluster
+        else:
+            refused.append(RefusedAlert(alert, *found))
+    return ours, refused
+
+
+def check_pods(
+    alerts: Iterable[FiringAlert], snapshot: ClusterSnapshot
+) -> tuple[list[FiringAlert], list[RefusedAlert]]:
+    """(the alerts whose pod, as read, is the one they are about; the others, refused)."""
+    ours: list[FiringAlert] = []
+    refused: list[RefusedAlert] = []
+    for alert in alerts:
+        ns, pod = alert.labels.get("namespace", ""), alert.labels.get("pod", "")
+        owner = snapshot.pod_owners.get((ns, pod))
+        why = pod_mismatch(alert.labels, owner) if owner is not None else None
+        if why is None:
+            ours.append(alert)
+        else:
+            refused.append(RefusedAlert(alert, Refusal.POD_MISMATCH, f"pod {ns}/{pod}: {why}"))
+    return ours, refused
