@@ -159,7 +159,7 @@ def main() -> int:
     )
     with tempfile.TemporaryDirectory(prefix="pack-bench-") as tmp:
         work = Path(tmp)
-        files = placed(files, work, float(args.interval))
+        sources, files = files, placed(files, work, float(args.interval))
         chunk = 900 // step
         if args.load == "promtool":
             fleet_load.promtool_blocks(fleet, t, work / "prometheus" / "data", chunk)
@@ -200,7 +200,7 @@ def main() -> int:
                 )
         finally:
             prom.stop()
-    figures = pack_report.figures(run, engine, files)
+    figures = pack_report.figures(run, engine, sources)
     figures |= {
         "gpus": args.gpus,
         "pack": args.pack,
