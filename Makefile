@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test demo lint typecheck imports pytest prometheus kubectl install clean
+.PHONY: test demo lint typecheck imports pytest prometheus alertmanager chromium kubectl install clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,12 @@ install: $(STAMP)
 
 prometheus:
 	scripts/ensure-prometheus
+
+alertmanager:
+	scripts/ensure-alertmanager
+
+chromium:
+	scripts/ensure-chromium
 
 kubectl: $(STAMP)
 	VENV=$(VENV) PYTHON=$(PYTHON) scripts/ensure-kubectl
@@ -31,7 +37,7 @@ typecheck: $(STAMP)
 imports: $(STAMP)
 	$(BIN)/lint-imports
 
-pytest: $(STAMP) prometheus kubectl
+pytest: $(STAMP) prometheus alertmanager chromium kubectl
 	$(BIN)/pytest
 
 # Everything CI checks: lint, format, types, layering, then the test suite.

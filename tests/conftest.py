@@ -1,1 +1,5 @@
-pytest_plugins = ["tests.plugins.prometheus_fixture", "tests.plugins.kube_fixture"]
+pytest_plugins = [
+    "tests.plugins.prometheus_fixture",
+    "tests.plugins.kube_fixture",
+    "tests.plugins.alertmanager_fixture",
+]

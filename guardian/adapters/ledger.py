@@ -17,6 +17,9 @@ from guardian.adapters.sqlite_db import Database, MigrationSet
 from guardian.model.labels import LabelSet
 from guardian.model.reclaim import LedgerEntry, LedgerView
 from guardian.model.remediation_events import LadderStep, RemediationEvent, StepOutcome, WorkloadRef
+from guardian.model.shared_episode import EpisodeState
+
+__all__ = ["Episode", "EpisodeState", "Ledger"]
 
 logger = logging.getLogger(__name__)
 
@@ -68,13 +71,6 @@ _COLUMNS = (
     "seq, episode, api_version, kind, namespace, name, step, outcome, at, policy, reason, "
     "alert_labels, next_step, next_step_due, original_replicas, restore_command"
 )
-
-
-class EpisodeState:
-    OPEN = "open"  # laddering
-    RECLAIMED = "reclaimed"  # stopped; open until restored
-    CLOSED = "closed"  # the alerts ended before a reclaim
-    RESTORED = "restored"
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from typing import Any
 
 from guardian.adapters.kube.credentials import api_access
 from guardian.adapters.ledger import Ledger
+from guardian.app.alertmanager.build import AlertmanagerParts, build_alertmanager
 from guardian.app.notify import SlackNotifier
 from guardian.app.notify.owner_context import OwnerLookup
 from guardian.app.notify.secrets import build_transport
@@ -63,6 +64,7 @@ class ControllerParts:
     ) -> None:
         self.remediation: RemediationParts | None = None
         self.notifier: SlackNotifier | None = None
+        self.alertmanager: AlertmanagerParts | None = None
         self.settings = settings
         self._env = env
         self._ledger: Ledger | None = None
@@ -77,6 +79,7 @@ class ControllerParts:
                 alerts=engine_alerts(engine),
                 pipeline_groups=pipeline_group_names(engine.groups),
                 metrics=RemediationMetrics(engine.metrics.registry),
+                ready=engine.ready,
                 default_cluster=settings.external_labels.get("cluster", ""),
                 # Through the engine's current querier (a reload may replace it).
                 source_clusters=served_clusters(lambda expr, ts: engine.query(expr, ts)),
@@ -91,6 +94,8 @@ class ControllerParts:
             lookup = (
                 OwnerLookup(self.remediation.loop.reader) if self.remediation is not None else None
             )
+            # The shared episode state carries each episode's parent message across leaders.
+            remediation = self.remediation
             self.notifier = SlackNotifier.from_settings(
                 settings.slack,
                 store.db,
@@ -98,9 +103,25 @@ class ControllerParts:
                 env,
                 registry=engine.metrics.registry,
                 context=lookup,
+                handover=remediation.journal if remediation is not None else None,
+                may_send=remediation.may_write if remediation is not None else None,
             )
             engine.transaction_hooks.append(self._prepare)
             engine.listeners.append(self._after_evaluation)
+        self._wire_alertmanager(settings, engine)
+
+    def _wire_alertmanager(self, settings: Settings, engine: RuleEngine) -> None:
+        """Alerts out before the cycle runs, so it finds them in Alertmanager; silences in."""
+        am = build_alertmanager(
+            settings, engine, is_leader=self.is_leader, registry=engine.metrics.registry
+        )
+        self.alertmanager = am
+        if am is None:
+            return
+        if am.output is not None:
+            engine.listeners.insert(0, am.output.on_evaluation)
+        if self.remediation is not None:
+            self.remediation.loop.suppressions = am.gatherer
 
     def is_leader(self) -> bool:
         elector = self.remediation.elector if self.remediation is not None else None
@@ -123,6 +144,8 @@ class ControllerParts:
             self.remediation.start_leader_election(on_lost=on_leadership_lost)
         if self.notifier is not None:
             self.notifier.start()
+        if self.alertmanager is not None:
+            self.alertmanager.start()
 
     def prepare_reload(
         self, settings: Settings, groups: Sequence[CompiledGroup]
@@ -152,10 +175,14 @@ class ControllerParts:
     def status(self) -> dict[str, Any]:
         """``guardian status`` as JSON: active alerts, pending ladder steps, reclaimed
         workloads, from the state every replica reads."""
-        report = build_status(self._ledger) if self._ledger is not None else StatusReport()
-        return report.to_json()
+        if self._ledger is None:
+            return StatusReport().to_json()
+        episodes = self.remediation.shared_episodes() if self.remediation is not None else None
+        return build_status(self._ledger, episodes).to_json()
 
     def close(self) -> None:
+        if self.alertmanager is not None:
+            self.alertmanager.close()
         if self.notifier is not None:
             self.notifier.stop()
         if self.remediation is not None:
@@ -196,7 +223,14 @@ def _restart_only(old: Settings, new: Settings) -> list[str]:
         ("state_path", old.state_path, new.state_path),
         ("listen_address", old.listen_address, new.listen_address),
         ("slack (turning it on or off)", _slack_on(old), _slack_on(new)),
+        ("alertmanager", old.alertmanager, new.alertmanager),
+        ("alerts", old.alerts, new.alerts),
     ]
+    if new.alertmanager is not None:  # what the alerts sent to Alertmanager carry
+        pairs += [
+            ("external_labels (for Alertmanager)", old.external_labels, new.external_labels),
+            ("external_url (for Alertmanager)", old.external_url, new.external_url),
+        ]
     a, b = old.remediation, new.remediation
     pairs += [
         (f"remediation.{name}", getattr(a, name), getattr(b, name))

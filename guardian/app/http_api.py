@@ -1,5 +1,6 @@
 """The engine's HTTP endpoint: ``/api/v1/alerts`` (Prometheus's shape), ``/api/v1/status``
-(``guardian status`` as JSON), ``/healthz``, ``/readyz`` and ``/metrics``.
+(``guardian status`` as JSON), ``/graph`` (where an alert's generatorURL points: the rules
+with that expression and their alerts), ``/healthz``, ``/readyz`` and ``/metrics``.
 
 One port for all. The API and /metrics need credentials when ``web:`` sets a users
 or token file (Prometheus scrapes with its ServiceMonitor's basic auth or bearer token);
@@ -21,9 +22,11 @@ from decimal import Decimal
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from guardian.app.alertmanager.output import evaluated_expr
 from guardian.app.rules.runtime import ActiveAlert, RuleEngine
 from guardian.app.settings.web import WebSettings
 from guardian.model.times import rfc3339
@@ -62,6 +65,26 @@ def alert_json(item: ActiveAlert) -> dict[str, Any]:
     if alert.keep_firing_since is not None:
         out["keepFiringSince"] = rfc3339(alert.keep_firing_since, "ms")
     return out
+
+
+def graph_json(engine: RuleEngine, query: str) -> dict[str, Any]:
+    """``/graph?g0.expr=...``: the rules evaluating that expression, with their alerts."""
+    expr = (parse_qs(query).get("g0.expr") or [""])[0]
+    active = engine.active_alerts()
+    rules = [
+        {
+            "group": group.name,
+            "rule": rule.rule.name,
+            "labels": dict(rule.rule.labels),
+            "alerts": [
+                alert_json(a) for a in active if a.group == group.name and a.rule == rule.rule.name
+            ],
+        }
+        for group in engine.groups
+        for _key, rule in group.rules
+        if evaluated_expr(rule) == expr
+    ]
+    return {"status": "success", "data": {"expr": expr, "rules": rules}}
 
 
 @dataclass(frozen=True)
@@ -137,7 +160,7 @@ class EngineHTTPServer:
         self._server.server_close()
 
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
-        path = handler.path.split("?", 1)[0]
+        path, _, query = handler.path.partition("?")
         try:
             if path == "/healthz":
                 self._reply(handler, 200, b"ok\n", "text/plain")
@@ -146,7 +169,7 @@ class EngineHTTPServer:
                 text = b"ready\n" if ready else b"waiting for the first evaluation of every group\n"
                 self._reply(handler, 200 if ready else 503, text, "text/plain")
             elif self._authorized(handler):
-                self._route(handler, path)
+                self._route(handler, path, query)
         except Exception:
             logger.exception("http: %s failed", path)
             self._reply(handler, 500, b"internal error\n", "text/plain")
@@ -164,7 +187,7 @@ class EngineHTTPServer:
             self._reply(handler, 401, b"unauthorized\n", "text/plain", headers)
         return False
 
-    def _route(self, handler: BaseHTTPRequestHandler, path: str) -> None:
+    def _route(self, handler: BaseHTTPRequestHandler, path: str, query: str) -> None:
         if path == "/api/v1/alerts":
             alerts = [alert_json(a) for a in self.engine.active_alerts()]
             body = {"status": "success", "data": {"alerts": alerts}}
@@ -172,6 +195,9 @@ class EngineHTTPServer:
         elif path == "/api/v1/status" and self.status is not None:
             body = {"status": "success", "data": self.status()}
             self._reply(handler, 200, json.dumps(body).encode(), "application/json")
+        elif path == "/graph":
+            graph = json.dumps(graph_json(self.engine, query)).encode()
+            self._reply(handler, 200, graph, "application/json")
         elif path == "/metrics":
             data = generate_latest(self.engine.metrics.registry)
             self._reply(handler, 200, data, CONTENT_TYPE_LATEST)

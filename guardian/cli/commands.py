@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from guardian.cli import (
+    alertmanager_config_cmd,
     dcgm_cmd,
     demo_cmd,
     engine_cmds,
     policies_cmd,
+    report_cmd,
     restore_cmd,
     rules_check_cmd,
     rules_render_cmd,
     rules_test_cmd,
+    simulate_cmd,
     status_cmd,
 )
 from guardian.cli._common import SubParsers
@@ -22,7 +25,10 @@ def register_all(subparsers: SubParsers) -> None:
     _register_policies(subparsers)
     restore_cmd.register(subparsers)
     status_cmd.register(subparsers)
+    simulate_cmd.register(subparsers)
+    report_cmd.register(subparsers)
     dcgm_cmd.register(subparsers)
+    alertmanager_config_cmd.register(subparsers)
     demo_cmd.register(subparsers)
 
 

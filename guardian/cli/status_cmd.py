@@ -12,7 +12,8 @@ from typing import Any
 
 from guardian.adapters.kube.credentials import KubeAccessError
 from guardian.adapters.status_api import fetch_status
-from guardian.app.remediation.status import StatusReport, StatusRequest, run_status
+from guardian.app.remediation.status import StatusReport
+from guardian.app.remediation.status_cluster import StatusRequest, run_status
 from guardian.cli._common import (
     EXIT_FAILURE,
     EXIT_OK,

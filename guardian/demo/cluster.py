@@ -28,7 +28,8 @@ from guardian.demo.fleet import (
     WORKLOADS,
     Placement,
     Workload,
-    gpu_uuid,
+    container_id,
+    device_id,
     stable_uid,
 )
 from guardian.model.times import rfc3339
@@ -106,6 +107,18 @@ class DemoCluster:
         # The UID the scenario's cgroups carry (a recreated pod gets a new one).
         uid = w.pod_uid(placement.pod) if name == placement.pod else stable_uid("pod", name)
         pod["metadata"]["uid"] = uid
+        # The kubelet's report: the exporter names a process's container from its ID.
+        container = pod["spec"]["containers"][0]
+        pod["status"]["containerStatuses"] = [
+            {
+                "name": container["name"],
+                "containerID": f"containerd://{container_id(uid)}",
+                "image": container["image"],
+                "ready": True,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": created}},
+            }
+        ]
         self.kube.create(_aged(pod, created))
         self.slots.append(PodSlot(w, placement, name))
 
@@ -118,7 +131,7 @@ class DemoCluster:
                     s.name,
                     "main",
                     GPU_RESOURCE,
-                    (gpu_uuid(node, s.placement.gpu),),
+                    (device_id(node, s.placement),),
                 )
                 for s in self.slots
                 if s.placement.node == node

@@ -1,5 +1,5 @@
-"""The files the demo writes for its processes: the controller config, the reclaim policy,
-the exporters' command lines and Prometheus's scrape config."""
+"""The files the demo writes for its processes: the controllers' configs (one per
+replica), the reclaim policy, the exporters' command lines and Prometheus's scrape config."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ CLUSTER = "demo"
 EXPORTER_JOB = "gpu-guardian-exporter"
 POLICY_NAME = "reclaim-idle-gpus"
 GRACE_PERIOD_S = 20
+EVALUATION_INTERVAL_S = 2
 TOKEN_ENV = "SLACK_BOT_TOKEN"  # noqa: S105 - the variable's name, not a token
 
 
@@ -60,10 +61,33 @@ spec:
 POLICY = policy(GRACE_PERIOD_S)
 
 
+LEASE_NAME = "gpu-guardian"
+# Leader election, compressed: a dead leader is replaced within about 5 s (4 s of lease,
+# then the next try), and a leader that could not renew for 3 s stops writing.
+LEASE_TIMINGS = {"lease_duration": "4s", "renew_deadline": "3s", "retry_period": "500ms"}
+
+
 @dataclass(frozen=True)
 class SlackTarget:
     api_url: str
     channel: str
+
+
+@dataclass(frozen=True)
+class ReplicaSpec:
+    """One ``guardian run`` replica: its name (its Lease identity), port and state directory
+    (as a pod's emptyDir: kept across a restart, gone when the pod is replaced)."""
+
+    name: str
+    listen_port: int
+
+    @property
+    def state_dir(self) -> str:
+        return f"state-{self.name}"
+
+    @property
+    def config_name(self) -> str:
+        return f"guardian-{self.name}.yaml"
 
 
 def exporter_args(
@@ -128,35 +152,42 @@ def controller_config(
     *,
     prometheus_url: str,
     rule_files: Sequence[Path],
-    listen_port: int,
+    replica: ReplicaSpec,
     kubeconfig: Path,
-    policy_file: Path,
+    policy_files: Sequence[Path],
     slack: SlackTarget,
     profile: DemoProfile,
 ) -> dict[str, Any]:
-    """``guardian run``'s config. Durations the rules imply are compressed like the rules."""
+    """``guardian run``'s config for ``replica``. Durations the rules imply are compressed
+    like the rules; the Lease's timings by ``LEASE_TIMINGS``."""
 
     def d(seconds: float) -> str:
         return f"{max(1, round(seconds / profile.factor))}s"
 
+    port = replica.listen_port
     return {
         "prometheus": {"url": prometheus_url, "timeout": "10s"},
         "rule_files": [str(p) for p in rule_files],
-        "evaluation_interval": "2s",
-        "state_path": "state.db",
-        "external_url": f"http://127.0.0.1:{listen_port}",
-        "listen_address": f"127.0.0.1:{listen_port}",
+        "evaluation_interval": f"{EVALUATION_INTERVAL_S}s",
+        "state_path": f"{replica.state_dir}/state.db",
+        "external_url": f"http://127.0.0.1:{port}",
+        "listen_address": f"127.0.0.1:{port}",
         "remote_write": {"url": f"{prometheus_url}/api/v1/write"},
         "restore": {"for_grace_period": d(600), "for_outage_tolerance": d(3600)},
         "remediation": {
             "enabled": True,
             "dry_run": False,
-            "policy_files": [str(policy_file)],
+            "policy_files": [str(p) for p in policy_files],
             "controller_namespace": CONTROLLER_NAMESPACE,
             "kubeconfig": str(kubeconfig),
             "cycle_interval": "2s",
             "max_health_age": "15s",
-            "leader_election": {"enabled": True, "lease_duration": "15s"},
+            "leader_election": {
+                "enabled": True,
+                "lease_name": LEASE_NAME,
+                "identity": replica.name,
+                **LEASE_TIMINGS,
+            },
         },
         "slack": {
             "api_url": slack.api_url,

@@ -1,4 +1,5 @@
-"""The demo's simulated fleet: 2 nodes x 4 GPUs and the workloads on them.
+"""The demo's simulated fleet: 3 nodes x 4 GPUs and the workloads on them; node3 is a
+time-sliced node, whose GPU 0 two pods share (each holds a replica of it).
 
 One description feeds all three views of the same cluster, so they agree by
 construction: the exporter scenarios (GPUs and the processes in pod cgroups), the
@@ -19,9 +20,11 @@ import yaml
 GROUP_LABEL = "gpu-guardian.io/group"
 GPU_MODEL = "NVIDIA A100-SXM4-80GB"
 GPUS_PER_NODE = 4
-NODES = ("node1", "node2")
+NODES = ("node1", "node2", "node3")
 # The node whose exporter the demo kills partway through.
 DOOMED_NODE = "node2"
+# The node whose GPU 0 is time-sliced: the device plugin gives each pod a replica of it.
+TIME_SLICED_NODE = "node3"
 _GIB = 1 << 30
 _NS = uuid.UUID("6f1c2b1e-8a4d-4d61-9d0e-3c8f0c9a5b7d")
 
@@ -33,6 +36,12 @@ def stable_uid(*parts: str) -> str:
 
 def gpu_uuid(node: str, index: int) -> str:
     return "GPU-" + stable_uid("gpu", node, str(index))
+
+
+def device_id(node: str, placement: Placement) -> str:
+    """The device ID the kubelet reports: the GPU's UUID, ``::<n>`` for a time-slice replica."""
+    uuid = gpu_uuid(node, placement.gpu)
+    return uuid if placement.replica is None else f"{uuid}::{placement.replica}"
 
 
 def container_id(pod_uid: str) -> str:
@@ -50,12 +59,14 @@ class Activity:
 
 @dataclass(frozen=True)
 class Placement:
-    """One pod of a workload on one GPU. ``activity`` None: it holds the GPU, no process."""
+    """One pod of a workload on one GPU. ``activity`` None: it holds the GPU, no process.
+    ``replica``: the time-slice replica it holds (the GPU is shared), None: the whole GPU."""
 
     pod: str
     node: str
     gpu: int
     activity: Activity | None
+    replica: int | None = None
 
 
 @dataclass(frozen=True)
@@ -122,7 +133,24 @@ SWEEP = Workload(
     (Placement("eval-sweep-8d2f6-m4n7v", "node2", 1, Activity(3, 85, idle_from=20)),),
     "goes idle on node2, whose exporter dies: never reclaimed",
 )
-WORKLOADS = (TRAINING, NOTEBOOK, INFERENCE, UNLABELLED, SWEEP)
+# node3's GPU 0 is time-sliced between a busy API and an idle notebook that loaded a model.
+CHAT = Workload(
+    "serving",
+    "chat-api",
+    "Deployment",
+    "serving",
+    (Placement("chat-api-6c9d7-w4x8z", TIME_SLICED_NODE, 0, Activity(20, 75), replica=0),),
+    "busy on a time-sliced GPU: its idle neighbour is reported, it is untouched",
+)
+SHARED_NOTEBOOK = Workload(
+    "research",
+    "notebook-bob",
+    "Deployment",
+    "research-notebooks",
+    (Placement("notebook-bob-7a1c2-h5j6k", TIME_SLICED_NODE, 0, Activity(6, 0), replica=1),),
+    "idle on its half of a time-sliced GPU: GpuShareIdle, notified with its share",
+)
+WORKLOADS = (TRAINING, NOTEBOOK, INFERENCE, UNLABELLED, SWEEP, CHAT, SHARED_NOTEBOOK)
 NAMESPACES = ("ml", "research", "serving", "batch")
 # Namespaces the enforcing policy may act in (its namespaceSelector's label).
 RECLAIM_NAMESPACES = ("ml", "research", "serving")

@@ -12,15 +12,17 @@ import json
 import logging
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from guardian.adapters.kube.episode_store import STATE_LABEL, decode
 from guardian.adapters.ledger import Ledger
-from guardian.demo.cluster import deployment_state
+from guardian.demo.cluster import CONTROLLER_NAMESPACE, deployment_state
 from guardian.demo.timeline import alert_subject, slack_preview, slack_title
 from guardian.model.remediation_events import RemediationEvent, StepOutcome
+from guardian.model.shared_episode import SharedEpisode
 from guardian.sim.kubeapi import FakeKubeAPI
 from guardian.sim.slackapi import FakeSlack
 from guardian_common.errors import GuardianError
@@ -38,18 +40,25 @@ def get_json(url: str, timeout: float = 2.0) -> Any:
 
 @dataclass
 class AlertObserver:
-    """The engine's pending and firing alerts, by label set."""
+    """The engine's pending and firing alerts, by label set, from the first replica of
+    ``engine_urls`` that answers (the leader first)."""
 
-    engine_url: str
+    engine_urls: Callable[[], list[str]]
     states: dict[LabelKey, str] = field(default_factory=dict)
     # Every (labels, state) ever seen, in order.
     seen: list[tuple[dict[str, str], str]] = field(default_factory=list)
 
+    def _read(self) -> Any:
+        for url in self.engine_urls():
+            try:
+                return get_json(f"{url}/api/v1/alerts")
+            except (OSError, ValueError) as exc:
+                logger.debug("alerts of %s not readable: %s", url, exc)
+        return None
+
     def poll(self) -> list[Event]:
-        try:
-            data = get_json(f"{self.engine_url}/api/v1/alerts")
-        except (OSError, ValueError) as exc:
-            logger.debug("alerts not readable yet: %s", exc)
+        data = self._read()
+        if data is None:
             return []
         now: dict[LabelKey, tuple[dict[str, str], str]] = {}
         for alert in data.get("data", {}).get("alerts", []):
@@ -115,30 +124,42 @@ class SlackObserver:
 
 @dataclass
 class LedgerObserver:
-    """Remediation events, in ledger order."""
+    """Remediation events of every replica's ledger, in the order they were read."""
 
-    state_path: Path
+    state_paths: list[Path]
     events: list[RemediationEvent] = field(default_factory=list)
-    _ledger: Ledger | None = None
+    _ledgers: dict[Path, Ledger] = field(default_factory=dict)
+    _cursors: dict[Path, int] = field(default_factory=dict)
 
-    def poll(self) -> list[Event]:
-        if self._ledger is None:
-            if not self.state_path.exists():
-                return []
+    def _open(self, path: Path) -> Ledger | None:
+        if path not in self._ledgers:
+            if not path.exists():
+                return None
             try:
-                self._ledger = Ledger.open(str(self.state_path))
+                self._ledgers[path] = Ledger.open(str(path))
             except GuardianError as exc:
                 logger.debug("ledger not readable yet: %s", exc)
-                return []
-        seq = self.events[-1].seq if self.events else 0
-        new = self._ledger.events_since(seq or 0)
-        self.events.extend(new)
-        return [("ledger", _describe(e), []) for e in new]
+                return None
+        return self._ledgers[path]
+
+    def poll(self) -> list[Event]:
+        found: list[Event] = []
+        for path in self.state_paths:
+            ledger = self._open(path)
+            if ledger is None:
+                continue
+            new = ledger.events_since(self._cursors.get(path, 0))
+            if new:
+                self._cursors[path] = new[-1].seq or 0
+            self.events.extend(new)
+            name = path.parent.name.removeprefix("state-")
+            found += [("ledger", f"{_describe(e)} [replica {name}]", []) for e in new]
+        return found
 
     def close(self) -> None:
-        if self._ledger is not None:
-            self._ledger.close()
-            self._ledger = None
+        for ledger in self._ledgers.values():
+            ledger.close()
+        self._ledgers.clear()
 
     def find(
         self, ref: str, step: str, outcome: StepOutcome = StepOutcome.APPLIED
@@ -203,6 +224,20 @@ class KubeObserver:
 
     def ever(self, ns: str, name: str) -> list[tuple[int, dict[str, str]]]:
         return self.history.get((ns, name), [])
+
+
+def shared_episodes(kube: FakeKubeAPI) -> list[SharedEpisode]:
+    """The episode state the replicas share, as the fake API holds it."""
+    found = []
+    for cm in kube.objects("ConfigMap", CONTROLLER_NAMESPACE):
+        if (cm["metadata"].get("labels") or {}).get(STATE_LABEL) != "episodes":
+            continue
+        for key, text in (cm.get("data") or {}).items():
+            try:
+                found.append(decode(key, text))
+            except (ValueError, KeyError, TypeError, IndexError) as exc:
+                logger.debug("shared record %s unreadable: %s", key, exc)
+    return sorted(found, key=lambda e: (e.started_at, e.episode))
 
 
 def prometheus_query(url: str, query: str) -> list[dict[str, Any]]:

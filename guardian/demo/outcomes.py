@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from guardian.demo.config import EVALUATION_INTERVAL_S
 from guardian.demo.fleet import (
+    CHAT,
     DOOMED_NODE,
     INFERENCE,
     NOTEBOOK,
+    SHARED_NOTEBOOK,
     SWEEP,
     TRAINING,
     UNLABELLED,
     WORKLOADS,
 )
-from guardian.demo.observers import AlertObserver, KubeObserver, LedgerObserver
+from guardian.demo.observers import AlertObserver, KubeObserver, LedgerObserver, shared_episodes
+from guardian.model.remediation_events import LadderStep
 from guardian.sim.slackapi import FakeSlack, Message
 
 ORIGINAL = "gpu-guardian.io/original-replicas"
+# A reclaim runs on the first cycle at or after its due time: one evaluation interval.
+RECLAIM_WITHIN_S = float(EVALUATION_INTERVAL_S)
 
 
 @dataclass(frozen=True)
@@ -29,6 +36,18 @@ class Outcome:
     def line(self) -> str:
         mark = {True: "✓", False: "✗", None: "-"}[self.ok]
         return f"  {mark} {self.name}: {self.detail}"
+
+
+@dataclass
+class Failover:
+    """The leader the demo killed, and who went on."""
+
+    killed: str
+    killed_at: float  # monotonic
+    due: float | None  # the notebook's reclaim due time, as the shared state said then
+    survivor: str | None = None
+    took_over_s: float | None = None
+    restarted: bool = False
 
 
 @dataclass
@@ -44,6 +63,7 @@ class Evidence:
     unassigned_series: int = 0  # series with gpu_group="unassigned" for the unlabelled pod
     restore_output: str = ""
     killed: bool = False
+    failover: Failover | None = None
 
 
 def _parents(ev: Evidence, needle: str) -> list[Message]:
@@ -113,6 +133,30 @@ def inference_notify_only(ev: Evidence) -> Outcome:
     return Outcome("low-memory inference: memory alert, notify only", ok, detail)
 
 
+def shared_idle_pod_notified(ev: Evidence) -> Outcome:
+    """On the time-sliced GPU: the idle pod's share is reported, its busy neighbour is not."""
+    name = "shared GPU: the idle pod is notified, its busy neighbour untouched"
+    idle = SHARED_NOTEBOOK
+    fired = ev.alerts.ever("GpuShareIdle", namespace=idle.namespace, workload=idle.name)
+    neighbour = [
+        a
+        for alert in ("GpuShareIdle", "GpuIdle")
+        for state in ("pending", "firing")
+        for a in ev.alerts.ever(alert, state, namespace=CHAT.namespace, workload=CHAT.name)
+    ]
+    ok, detail = _untouched(ev, CHAT.namespace, CHAT.name, CHAT.replicas)
+    ok = ok and bool(fired) and not neighbour
+    detail = f"GpuShareIdle fired {len(fired)}x for {idle.name}; {CHAT.name}: {detail}"
+    if neighbour:
+        detail += f"; but {neighbour[0]['alertname']} went {len(neighbour)}x for {CHAT.name}"
+    if ev.slack is not None:
+        posted = _parents(ev, idle.name)
+        shares = [p for p in posted if "50.0% of the GPU" in json.dumps(p.blocks)]
+        ok = ok and bool(shares) and not _parents(ev, CHAT.name)
+        detail += f"; posted with its 50% share: {len(shares)} message"
+    return Outcome(name, ok, detail)
+
+
 def unlabelled_pod_grouped(ev: Evidence) -> Outcome:
     ok = ev.unassigned_series > 0
     who = f"{UNLABELLED.namespace}/{UNLABELLED.name}"
@@ -160,6 +204,39 @@ def slack_threads(ev: Evidence) -> Outcome:
     return Outcome(name, ok, detail)
 
 
+def leader_failover(ev: Evidence) -> Outcome:
+    name = "leader killed mid-ladder: the survivor goes on"
+    f = ev.failover
+    if f is None or f.survivor is None:
+        what = "never killed" if f is None else f"killed, and no replica took over from {f.killed}"
+        return Outcome(name, False, f"the leader was {what}")
+    records = [
+        r
+        for r in shared_episodes(ev.kube.kube)
+        if (r.workload.namespace, r.workload.name) == (NOTEBOOK.namespace, NOTEBOOK.name)
+    ]
+    reclaim = next((m for r in records if (m := r.done(LadderStep.RECLAIM))), None)
+    notes, reclaims = (
+        ev.ledger.find(NOTEBOOK.ref, "notify"),
+        ev.ledger.find(NOTEBOOK.ref, "reclaim"),
+    )
+    if reclaim is None or f.due is None:
+        return Outcome(name, False, f"{f.survivor} took over, but the notebook was not reclaimed")
+    late = reclaim.at - f.due
+    ok = (
+        len(notes) == 1
+        and len(reclaims) == 1
+        and reclaim.by == f.survivor
+        and 0 <= late < RECLAIM_WITHIN_S
+    )
+    detail = (
+        f"{f.killed} killed, {f.survivor} took over in {f.took_over_s or 0:.1f}s and "
+        f"reclaimed {late:.1f}s after the due time {f.killed} had set; notify applied "
+        f"{len(notes)}x, reclaim {len(reclaims)}x"
+    )
+    return Outcome(name, ok, detail)
+
+
 def restored(ev: Evidence) -> Outcome:
     states = ev.kube.ever(NOTEBOOK.namespace, NOTEBOOK.name)
     last = states[-1] if states else None
@@ -183,9 +260,11 @@ CHECKS: tuple[Callable[[Evidence], Outcome], ...] = (
     notebook_reclaimed,
     training_untouched,
     inference_notify_only,
+    shared_idle_pod_notified,
     unlabelled_pod_grouped,
     dead_exporter,
     slack_threads,
+    leader_failover,
     restored,
 )
 

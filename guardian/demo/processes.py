@@ -113,6 +113,16 @@ class ProcessGroup:
             child.process.kill()
             child.process.wait(timeout=10)
 
+    def stop(self, child: Child, timeout: float = 30.0) -> None:
+        """SIGTERM, and wait for it to finish (SIGKILL if it does not)."""
+        if child.running():
+            child.process.terminate()
+            try:
+                child.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                logger.warning("%s (pid %s) ignored SIGTERM; killing it", child.name, child.pid)
+                self.kill(child)
+
     def stop_all(self, timeout: float = 10.0) -> None:
         """SIGTERM to every child still running (newest first), then SIGKILL stragglers."""
         for child in reversed(self.children):

@@ -37,10 +37,13 @@ _OPAQUE = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|`[^`]*`|#[^\n]*')
 _TEMPLATE_ACTION = re.compile(r"\{\{.*?\}\}", re.DOTALL)
 _WORD_DURATION = re.compile(rf"\b({_DUR})\b")
 
-# alert name -> the comparison whose right-hand side is a number of seconds.
+# rule (its alert name, and ``{reason=...}`` for a rule with a `reason` label) -> the
+# comparison whose right-hand side is a number of seconds.
 SECONDS_THRESHOLDS: Mapping[str, str] = {
     "GpuExporterStale": "> 120",
     "PrometheusRemoteWriteBehind": "> 120",
+    # the 30m window in seconds: the pod's processes were last active within it
+    "GpuShareIdle": "< 1800",
 }
 
 
@@ -114,6 +117,14 @@ def _threshold(expr: str, comparison: str, profile: DemoProfile, where: str) -> 
     return pattern.sub(f"{op} {scaled:g}", expr)
 
 
+def _rule_key(rule: Mapping[str, Any]) -> str:
+    """``GpuShareIdle``, or ``GpuShareIdle{reason=no_process}`` for a rule with a reason."""
+    labels = rule.get("labels")
+    reason = labels.get("reason") if isinstance(labels, Mapping) else None
+    alert = str(rule.get("alert", ""))
+    return f"{alert}{{reason={reason}}}" if reason else alert
+
+
 def compress_rule(rule: Mapping[str, Any], profile: DemoProfile, where: str) -> dict[str, Any]:
     out = dict(rule)
     for key in ("for", "keep_firing_for"):
@@ -121,7 +132,7 @@ def compress_rule(rule: Mapping[str, Any], profile: DemoProfile, where: str) -> 
             out[key] = profile.duration(out[key])
     if isinstance(out.get("expr"), str):
         expr = compress_expr(out["expr"], profile)
-        comparison = SECONDS_THRESHOLDS.get(str(out.get("alert", "")))
+        comparison = SECONDS_THRESHOLDS.get(_rule_key(out))
         if comparison is not None:
             expr = _threshold(expr, comparison, profile, where)
         out["expr"] = expr

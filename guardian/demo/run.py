@@ -17,6 +17,7 @@ import guardian
 from guardian.demo.fleet import NODES, WORKLOADS
 from guardian.demo.outcomes import check_all
 from guardian.demo.profile import DemoProfile
+from guardian.demo.replay import check_replay, replay_history
 from guardian.demo.script import DemoAborted, DemoScript
 from guardian.demo.stack import DemoOptions, DemoStack
 from guardian.demo.timeline import Timeline
@@ -93,13 +94,24 @@ def run_demo(request: DemoRequest, out: TextIO) -> int:
     _intro(timeline)
     finished = False
     script: DemoScript | None = None
+    replay = None
     try:
         with _sigterm_as_exception():
             timeline.heading("starting")
+            started = time.time()
             stack.start()
             timeline.heading("timeline")
             script = DemoScript(stack, timeline, deadline)
             finished = script.run()
+            if finished and stack.procs and stack.config_path and stack.kubeconfig:
+                replay = replay_history(
+                    stack.procs,
+                    timeline,
+                    config=stack.config_path,
+                    kubeconfig=stack.kubeconfig,
+                    since=started,
+                    until=time.time(),
+                )
     except (KeyboardInterrupt, _Terminated):
         timeline.plain("\ninterrupted: stopping everything the demo started")
         stack.close(keep_workdir=keep)
@@ -113,6 +125,8 @@ def run_demo(request: DemoRequest, out: TextIO) -> int:
         stack.close(keep_workdir=True)
         raise
     outcomes = check_all(script.evidence) if script is not None else []
+    if replay is not None:
+        outcomes.append(check_replay(replay))
     timeline.heading(f"expected outcomes ({timeline.elapsed:.0f}s)")
     for outcome in outcomes:
         timeline.plain(outcome.line())

@@ -1,12 +1,17 @@
 """The demo's story, driven by what actually happens (never by fixed sleeps):
 
-1. wait for Prometheus's first scrape of both exporters;
-2. watch the idle notebook go through notify → annotate → grace → reclaim;
+1. wait for Prometheus's first scrape of the three exporters;
+2. watch the idle notebook go through notify → annotate → grace → reclaim; once it is
+   annotated (and its Slack parent handed over), kill the leading ``guardian run`` with
+   SIGKILL: the other replica takes the Lease over and goes on from the shared episode
+   state (the reclaim at its due time, in the same Slack thread); the killed replica is
+   started again, as its Deployment would;
 3. once it is reclaimed and the node2 sweep's owner was notified (its reclaim now due a
    grace period later), kill node2's exporter;
 4. once a pipeline alert fires for it, restore the notebook with ``guardian restore``;
-5. finish when the notebook runs again, the inference pod's memory alert has fired, and
-   Slack has been quiet for a moment; or give up at the deadline.
+5. finish when the notebook runs again, the inference pod's memory alert and the shared
+   GPU's idle-share alert have fired, and Slack has been quiet for a moment; or give up at
+   the deadline.
 """
 
 from __future__ import annotations
@@ -18,10 +23,12 @@ from dataclasses import dataclass, field
 
 from guardian.demo import config as cfg
 from guardian.demo.fleet import (
+    CHAT,
     DOOMED_NODE,
     INFERENCE,
     NODES,
     NOTEBOOK,
+    SHARED_NOTEBOOK,
     SWEEP,
     TRAINING,
     UNLABELLED,
@@ -33,10 +40,14 @@ from guardian.demo.observers import (
     LedgerObserver,
     SlackObserver,
     prometheus_query,
+    shared_episodes,
 )
-from guardian.demo.outcomes import Evidence
+from guardian.demo.outcomes import Evidence, Failover
 from guardian.demo.stack import DemoStack, need
 from guardian.demo.timeline import Timeline
+from guardian.model.remediation_events import LadderStep
+from guardian.model.shared_episode import SharedEpisode
+from guardian.model.times import rfc3339
 
 logger = logging.getLogger(__name__)
 
@@ -67,11 +78,14 @@ class DemoScript:
         self.prometheus = need(s.prometheus, "Prometheus")
         self.cluster = need(s.cluster, "the fake API")
         self.procs = need(s.procs, "the process group")
-        self.config_path = need(s.config_path, "the engine")
+        self.replicas = need(s.replicas, "the controllers")
         self.kubeconfig = need(s.kubeconfig, "the fake API")
-        self.alerts = AlertObserver(s.engine_url)
-        self.ledger = LedgerObserver(s.workdir / "state.db")
-        deployments = [(w.namespace, w.name) for w in (TRAINING, NOTEBOOK, INFERENCE, SWEEP)]
+        self.alerts = AlertObserver(self._replica_urls)
+        self.ledger = LedgerObserver(
+            [self.replicas.state_dir(n) / "state.db" for n in self.replicas.specs]
+        )
+        watched = (TRAINING, NOTEBOOK, INFERENCE, SWEEP, CHAT, SHARED_NOTEBOOK)
+        deployments = [(w.namespace, w.name) for w in watched]
         self.kube = KubeObserver(self.cluster.kube, deployments)
         if s.slack is not None:
             self.slack_obs = SlackObserver(s.slack, s.channel)
@@ -118,16 +132,28 @@ class DemoScript:
             self._emit(self.slack_obs.poll())
         self._controller()
         self._unassigned()
+        self._maybe_failover()
+        self._maybe_takeover()
         self._maybe_kill()
         self._maybe_restore()
+
+    def _replica_urls(self) -> list[str]:
+        """Running replicas, the leader first."""
+        leader = self.replicas.leader()
+        running = sorted(self.replicas.running(), key=lambda n: n != leader)
+        return [self.replicas.url(n) for n in running]
 
     def _check_alive(self) -> None:
         s = self.stack
         required = [
             c for n, c in s.exporters.items() if n != DOOMED_NODE or not self.evidence.killed
         ]
-        if s.engine is not None:
-            required.append(s.engine)
+        down = self.evidence.failover
+        required += [
+            c
+            for n, c in self.replicas.children.items()
+            if down is None or n != down.killed or down.restarted
+        ]
         for child in required:
             if not child.running():
                 raise DemoAborted(f"{child.name} exited early:\n{child.log_tail()}")
@@ -161,6 +187,57 @@ class DemoScript:
             text = f'{who} has no group label: gpu_group="unassigned" on {len(found)} series'
             self._say("prometheus", text, [", ".join(names)])
 
+    def _notebook_record(self) -> SharedEpisode | None:
+        for record in shared_episodes(self.cluster.kube):
+            w = record.workload
+            if record.live and (w.namespace, w.name) == (NOTEBOOK.namespace, NOTEBOOK.name):
+                return record
+        return None
+
+    def _maybe_failover(self) -> None:
+        """Kill the leader in the notebook's grace period, once its Slack parent is shared."""
+        if self.evidence.failover is not None or self._reclaimed_at is not None:
+            return
+        record = self._notebook_record()
+        if record is None or record.done(LadderStep.ANNOTATE) is None:
+            return
+        if self.slack_obs is not None and record.slack is None:
+            return
+        leader = self.replicas.leader()
+        if leader is None or leader not in self.replicas.running():
+            return
+        pid = self.replicas.children[leader].pid
+        self.replicas.kill(leader)
+        self.evidence.failover = Failover(leader, self.monotonic(), record.next_step_due)
+        due = rfc3339(record.next_step_due) if record.next_step_due else "?"
+        self._say(
+            "controller",
+            f"killed the leader, replica {leader} (pid {pid}, SIGKILL), in the notebook's "
+            f"grace period (reclaim due at {due})",
+        )
+
+    def _maybe_takeover(self) -> None:
+        failover = self.evidence.failover
+        if failover is None or failover.restarted:
+            return
+        leader = self.replicas.leader()
+        if leader is None or leader == failover.killed:
+            return
+        failover.survivor = leader
+        failover.took_over_s = self.monotonic() - failover.killed_at
+        self._say(
+            "controller",
+            f"replica {leader} took the Lease over {failover.took_over_s:.1f}s later; it goes "
+            "on from the episode state the replicas share",
+        )
+        child = self.replicas.start(failover.killed)
+        failover.restarted = True
+        self._say(
+            "controller",
+            f"replica {failover.killed} started again (pid {child.pid}), as its Deployment "
+            "would: a standby, its state directory kept",
+        )
+
     def _maybe_kill(self) -> None:
         if self.evidence.killed or self._reclaimed_at is None:
             return
@@ -189,8 +266,9 @@ class DemoScript:
             return
         target = f"{NOTEBOOK.namespace}/Deployment/{NOTEBOOK.name}"
         # Its log lines stay in its log file; the timeline shows its answer.
+        leader = self.replicas.leader() or next(iter(self.replicas.specs))
         argv = ["guardian", "--log-level", "WARNING", "restore", target]
-        argv += ["--config", str(self.config_path)]
+        argv += ["--config", str(self.replicas.config(leader))]
         argv += ["--kubeconfig", str(self.kubeconfig)]
         self._say("restore", f"$ guardian restore {target} --config guardian.yaml")
         code, output = self.procs.run("guardian-restore", argv, timeout=60)
@@ -204,5 +282,9 @@ class DemoScript:
         memory = self.alerts.ever(
             "GpuMemoryUnderutilized", namespace=INFERENCE.namespace, workload=INFERENCE.name
         )
+        shared = self.alerts.ever(
+            "GpuShareIdle", namespace=SHARED_NOTEBOOK.namespace, workload=SHARED_NOTEBOOK.name
+        )
         quiet = self.monotonic() - self._last_event >= QUIET_S
-        return self._restored and replicas == NOTEBOOK.replicas and bool(memory) and quiet
+        done = self._restored and replicas == NOTEBOOK.replicas
+        return done and bool(memory) and bool(shared) and quiet

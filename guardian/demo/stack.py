@@ -1,5 +1,6 @@
 """Start and stop everything the demo runs: fake Kubernetes API, fake kubelets, fake (or
-real) Slack, the simulated exporters, a real Prometheus and ``guardian run``.
+real) Slack, the simulated exporters, a real Prometheus and two ``guardian run`` replicas
+with leader election.
 
 :meth:`DemoStack.close` undoes whatever :meth:`DemoStack.start` got to, in reverse
 order, whether the demo passed, failed or was interrupted.
@@ -23,6 +24,7 @@ from guardian.demo.cluster import DemoCluster, start_kubelets
 from guardian.demo.fleet import NODES, scenario_yaml
 from guardian.demo.processes import Child, ProcessGroup, wait_http_ok
 from guardian.demo.profile import DemoProfile, write_profile_rules
+from guardian.demo.replicas import Replicas
 from guardian.demo.timeline import Timeline
 from guardian.sim.kubeapi import FakeKubeAPI
 from guardian.sim.prometheus_server import (
@@ -78,9 +80,7 @@ class DemoStack:
     procs: ProcessGroup | None = None
     exporters: dict[str, Child] = field(default_factory=dict)
     exporter_ports: dict[str, int] = field(default_factory=dict)
-    engine: Child | None = None
-    engine_url: str = ""
-    config_path: Path | None = None
+    replicas: Replicas | None = None
     kubeconfig: Path | None = None
     socket_dir: Path | None = None
 
@@ -109,7 +109,7 @@ class DemoStack:
         self._prometheus(self.exporter_ports)
         self._kubelets()
         self._exporters()
-        self._engine(rules, slack_url)
+        self._controllers(rules, slack_url)
 
     def _rules(self) -> list[Path]:
         sources = sorted(self.options.rules_dir.glob("*.yaml"))
@@ -197,37 +197,44 @@ class DemoStack:
             "prometheus", f"real Prometheus at {self.prometheus.url}, scraping every 1s"
         )
 
-    def _engine(self, rules: list[Path], slack_url: str) -> None:
+    def _controllers(self, rules: list[Path], slack_url: str) -> None:
         procs = need(self.procs, "the process group")
         prometheus = need(self.prometheus, "Prometheus")
         kubeconfig = need(self.kubeconfig, "the fake API")
+        kube = need(self.kube, "the fake API")
         policy = self.workdir / "policies.yaml"
         policy.write_text(cfg.POLICY, encoding="utf-8")
-        port = free_loopback_port()
-        config = cfg.controller_config(
-            prometheus_url=prometheus.url,
-            rule_files=rules,
-            listen_port=port,
-            kubeconfig=kubeconfig,
-            policy_file=policy,
-            slack=cfg.SlackTarget(slack_url, self.channel),
-            profile=self.options.profile,
-        )
-        self.config_path = cfg.write_yaml(self.workdir / "guardian.yaml", config)
+
+        def config_for(spec: cfg.ReplicaSpec) -> dict[str, object]:
+            return cfg.controller_config(
+                prometheus_url=prometheus.url,
+                rule_files=rules,
+                replica=spec,
+                kubeconfig=kubeconfig,
+                policy_files=[policy],
+                slack=cfg.SlackTarget(slack_url, self.channel),
+                profile=self.options.profile,
+            )
+
         token = self.options.slack_token or FAKE_TOKEN
-        self.engine = procs.python(
-            "guardian-run",
-            ["guardian", "run", "--config", str(self.config_path)],
-            env={cfg.TOKEN_ENV: token},
+        self.replicas = Replicas.create(
+            procs, self.workdir, kube, config_for, env={cfg.TOKEN_ENV: token}
         )
-        self.engine_url = f"http://127.0.0.1:{port}"
-        if not wait_http_ok(f"{self.engine_url}/healthz", 30.0, self.engine):
-            raise DemoStartError(f"guardian run did not start:\n{self.engine.log_tail()}")
-        self.timeline.event(
-            "engine",
-            f"guardian run (pid {self.engine.pid}): {len(rules)} rule files, policy "
-            f"{cfg.POLICY_NAME} in enforce mode, grace {cfg.GRACE_PERIOD_S}s",
-        )
+        for name in self.replicas.specs:
+            child = self.replicas.start(name)
+            self.timeline.event(
+                "engine",
+                f"guardian run, replica {name} (pid {child.pid}): {len(rules)} rule files, "
+                f"policy {cfg.POLICY_NAME} in enforce mode, grace {cfg.GRACE_PERIOD_S}s",
+            )
+
+    @property
+    def config_path(self) -> Path | None:
+        """A controller config (every replica's reads the same rules, Prometheus and
+        policy): what ``guardian simulate`` and ``report`` read at the end."""
+        if self.replicas is None or not self.replicas.specs:
+            return None
+        return self.replicas.config(next(iter(self.replicas.specs)))
 
     # ------------------------------------------------------------ stop
     def close(self, keep_workdir: bool) -> None:

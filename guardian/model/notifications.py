@@ -66,6 +66,7 @@ class UsageEvidence:
     memory_used_bytes: float | None = None
     memory_total_bytes: float | None = None
     idle_since: float | None = None  # unix seconds: start of the idle window
+    share: float | None = None  # the part of the GPU the pod holds (0-1]; None: all of it
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +122,7 @@ class Finding:
     resolved_at: float | None = None
     mentions: tuple[str, ...] = ()
     evaluation_note: str | None = None  # set when the deciding evaluation was not healthy
+    advice: str | None = None  # right-sizing advice from the alert's ``advice`` annotation
 
     @property
     def open(self) -> bool:
@@ -186,6 +188,7 @@ def finding_to_dict(f: Finding) -> dict[str, Any]:
             "memory_used_bytes": e.memory_used_bytes,
             "memory_total_bytes": e.memory_total_bytes,
             "idle_since": e.idle_since,
+            "share": e.share,
         },
         "cost": None
         if c is None
@@ -200,6 +203,7 @@ def finding_to_dict(f: Finding) -> dict[str, Any]:
         "resolved_at": f.resolved_at,
         "mentions": list(f.mentions),
         "evaluation_note": f.evaluation_note,
+        "advice": f.advice,
     }
 
 
@@ -236,4 +240,5 @@ def finding_from_dict(d: Mapping[str, Any]) -> Finding:
         resolved_at=d["resolved_at"],
         mentions=tuple(d["mentions"]),
         evaluation_note=d.get("evaluation_note"),
+        advice=d.get("advice"),
     )

@@ -206,6 +206,10 @@ class PolicySpec(StrictModel):
     hpa: HpaPolicy = HpaPolicy.REFUSE
     allow_pod_deletion: Bool = Field(default=False, alias="allowPodDeletion")
     exclusions: Exclusions = Exclusions()
+    respect_silences: Bool = Field(default=True, alias="respectSilences")
+    """Take no ladder step while the alert is silenced or inhibited in Alertmanager (or
+    Alertmanager cannot say): an on-call who silences GpuIdle expects nothing reclaimed.
+    Only with an ``alertmanager:`` section in the controller's config."""
 
 
 class PolicyMeta(StrictModel):

@@ -175,6 +175,7 @@ class PrometheusOptions:
     scrape_interval: str = "1m"
     scrape_configs: Sequence[Mapping[str, Any]] = ()
     external_labels: Mapping[str, str] = field(default_factory=dict)
+    alerting: Mapping[str, Any] | None = None  # the config's `alerting:` section, as is
     remote_write_receiver: bool = True
     extra_args: Sequence[str] = ()
     ready_timeout: float = 30.0
@@ -193,6 +194,8 @@ def _write_config(options: PrometheusOptions, path: Path) -> None:
     }
     if options.external_labels:
         config["global"]["external_labels"] = dict(options.external_labels)
+    if options.alerting is not None:
+        config["alerting"] = dict(options.alerting)
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
 
 

@@ -48,6 +48,17 @@ class EventRecorder:
         except GuardianError as exc:
             logger.warning("event %s on %s not recorded: %s", reason, ws.ref, exc)
 
+    def recorded(self, ws: WorkloadState, reason: str, episode: str) -> bool:
+        """Whether the Event of ``reason`` for ``episode`` is there: a step that writes
+        nothing else on the cluster (notify) is visible as applied through it."""
+        path = f"/api/v1/namespaces/{ws.ref.namespace}/events/{event_name(ws, reason)}"
+        try:
+            existing = self.rest.get(path)
+        except NotFound:
+            return False
+        annotations = (existing.get("metadata") or {}).get("annotations") or {}
+        return bool(annotations.get(Annotations.EPISODE) == f"{episode}/{reason}")
+
     def _record(
         self, ws: WorkloadState, reason: str, message: str, episode: str, now: float, warning: bool
     ) -> None:

@@ -43,6 +43,11 @@ class Result:
     message: str
 
 
+def event_reason(step: LadderStep) -> str:
+    """The reason of the Kubernetes Event a step records on its workload."""
+    return _REASONS.get(step, "GPUGuardian")
+
+
 def restore_command(ref: WorkloadRef) -> str:
     return f"guardian restore {ref.namespace}/{ref.kind}/{ref.name}"
 
@@ -76,7 +81,7 @@ class Executor:
         logger.info("%s on %s: done (%s)", describe, ws.ref, action.reason)
         self.events.record(
             ws,
-            _REASONS.get(action.step, "GPUGuardian"),
+            event_reason(action.step),
             f"{describe}: {action.reason}",
             episode=action.episode,
             now=now,

@@ -130,6 +130,12 @@ def _memory(f: Finding) -> str | None:
     return None
 
 
+def _share(f: Finding) -> str | None:
+    """The part of a shared GPU the pod holds (its cost is that part's)."""
+    share = f.evidence.share
+    return None if share is None else f"{_percent(share)} of the GPU"
+
+
 def _fields(f: Finding, now: float) -> list[Block]:
     pairs: list[tuple[str, str | None]] = [
         ("Cluster", f.cluster),
@@ -138,6 +144,7 @@ def _fields(f: Finding, now: float) -> list[Block]:
         ("GPU group", f.gpu_group),
         ("Node", f.node),
         ("GPU model", f.gpu_model),
+        ("GPU share", _share(f)),
         ("Peak utilization", _percent(f.evidence.peak_utilization)),
         ("Memory used / total", _memory(f)),
         ("Idle for", idle_for(f, now) if f.evidence.idle_since is not None else None),
@@ -147,7 +154,9 @@ def _fields(f: Finding, now: float) -> list[Block]:
         per_gpu = f" ({f.gpus} GPUs)" if f.gpus > 1 else ""
         wasted = f"{c.currency}{c.waste_so_far:.2f} wasted so far"
         pairs.append(("Cost", f"{c.currency}{c.per_hour:.2f}/h{per_gpu} · {wasted}"))
-    shown = [(k, v) for k, v in pairs if v][:MAX_FIELDS]
+    shown = [(k, v) for k, v in pairs if v]
+    if len(shown) > MAX_FIELDS:  # the cost, last, matters more than the fields before it
+        shown = shown[: MAX_FIELDS - 1] + shown[-1:]
     return [{"type": "mrkdwn", "text": _cut(f"*{k}*\n{escape(v)}", MAX_FIELD)} for k, v in shown]
 
 
@@ -181,6 +190,8 @@ def render_parent(
         lead += "\n" + format_mentions(f.mentions)
     blocks.append(_section(lead))
     blocks.append({"type": "section", "fields": _fields(f, now)})
+    if f.advice:
+        blocks.append(_section(f"*Right-sizing:* {escape(f.advice)}"))
     status = _status_line(f)
     if status:
         blocks.append(_section(status))
@@ -262,6 +273,9 @@ def render_group(s: GroupSummary, now: float) -> SlackPayload:
             bits.append(escape(f.node))
         if peak:
             bits.append(f"peak {peak}")
+        share = _share(f)
+        if share:
+            bits.append(share)
         line = _cut(" · ".join(bits), 200)
         if sum(len(x) + 1 for x in lines) + len(line) > budget:
             break

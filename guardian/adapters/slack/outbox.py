@@ -11,6 +11,8 @@
 - ``slack_cursors``: how far a feed (the remediation ledger) has been consumed.
 - ``slack_seen``: every change (transition or ladder event) already applied, so a replay
   after a restart changes nothing.
+- ``slack_handover``: which ladder episodes' parent messages were handed to the episode
+  state every replica shares (so that a new leader updates them instead of posting anew).
 
 No decisions here: intake reads rows by key (before its transaction) and ``write``s
 what the planner decided (``IntakeRows``) inside one; delivery moves outbox rows
@@ -90,6 +92,13 @@ SLACK_MIGRATIONS = MigrationSet(
         CREATE TABLE slack_aliases (
             remediation_episode TEXT PRIMARY KEY,
             episode TEXT NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE slack_handover (
+            remediation_episode TEXT PRIMARY KEY,
+            ts TEXT NOT NULL,
+            handed_at REAL NOT NULL
         )
         """,
     ),
@@ -257,9 +266,9 @@ class SlackStore:
         """Inside the caller's transaction: SQL only."""
         now = rows.now
         conn.executemany(
-            "INSERT OR IGNORE INTO slack_threads (thread_key, channel, kind, created_at) "
-            "VALUES (?, ?, ?, ?)",
-            [(t.key, t.channel, t.kind.value, now) for t in rows.threads],
+            "INSERT OR IGNORE INTO slack_threads (thread_key, channel, channel_id, ts, kind, "
+            "created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            [(t.key, t.channel, t.channel_id, t.ts, t.kind.value, now) for t in rows.threads],
         )
         conn.executemany(
             "INSERT INTO slack_episodes (episode, thread_key, finding, announced, dirty, "

@@ -5,7 +5,8 @@ Per channel the head operation goes first, and nothing behind it overtakes it. P
 channel for ``Retry-After``; 5xx and connection errors back off exponentially. Before a
 post that may already have reached Slack is sent again (a crash or an ambiguous error
 after the ``sending`` mark was committed), the channel or thread history is searched for
-the message's marker block_id.
+the message's marker block_id. With ``may_send`` (the leader's fence), each operation
+asks it first: a replica that no longer holds the Lease sends nothing.
 """
 
 from __future__ import annotations
@@ -45,8 +46,10 @@ class Deliverer:
         clock: Callable[[], float],
         settings: DeliverySettings,
         metrics: NotifierMetrics,
+        may_send: Callable[[], bool] | None = None,
     ) -> None:
         self._store = store
+        self._may_send = may_send or (lambda: True)
         self._transport = transport
         self._clock = clock
         self._settings = settings
@@ -74,6 +77,9 @@ class Deliverer:
             if not due:
                 return min(self._ready_at(h) for h in heads)
             for item in due:
+                if not self._may_send():
+                    logger.info("slack: not the leader (or its hold is stale): not sending")
+                    return self._clock() + 1.0
                 try:
                     self._process(item)
                 except Exception:  # a bug must not stop the other channels

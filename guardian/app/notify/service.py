@@ -11,6 +11,9 @@ but SQL in it: the episodes' new state and their message operations commit toget
   while the database is locked. ``on_transitions`` does the same in a transaction of its own.
 - ``on_remediation``, ``poll_remediation`` (ladder events) and ``tick`` (reminders, mute
   windows) gather, plan and write the same way.
+- With a ``handover`` (the episode state shared by every replica), an intake first
+  adopts the Slack threads another leader started, and the worker hands each new parent
+  of a ladder episode over (handover.py); ``may_send`` fences every Slack call.
 
 One intake at a time (a lock taken after the cluster reads), so a plan never works on
 rows another intake is changing. A worker thread (``start``/``stop``) drains the outbox;
@@ -36,6 +39,7 @@ from guardian.app.notify.gather import ContextLookup, Gatherer
 from guardian.app.notify.metrics import NotifierMetrics
 from guardian.app.notify.payloads import REMEDIATION_CURSOR, intake_rows
 from guardian.app.notify.secrets import build_transport
+from guardian.app.notify.thread_handover import Handover, ThreadHandover
 from guardian.app.settings.slack import SlackSettings
 from guardian.engine.notify.planner import (
     PlannerSettings,
@@ -87,6 +91,8 @@ class SlackNotifier:
         *,
         registry: CollectorRegistry | None = None,
         context: ContextLookup | None = None,
+        handover: ThreadHandover | None = None,
+        may_send: Callable[[], bool] | None = None,
     ) -> None:
         self.settings = settings
         self._db = db
@@ -96,7 +102,11 @@ class SlackNotifier:
         self._planner = _planner_settings(settings, transport)
         self._gather = Gatherer(self._store, self._planner, context)
         self.metrics = NotifierMetrics(registry, self._store.depth)
-        self._deliverer = Deliverer(self._store, transport, clock, settings.delivery, self.metrics)
+        self._deliverer = Deliverer(
+            self._store, transport, clock, settings.delivery, self.metrics, may_send
+        )
+        self._handover = Handover(self._store, handover, clock) if handover else None
+        self._may_send = may_send or (lambda: True)
         self._intake = threading.Lock()  # gather -> plan -> write, one intake at a time
         self._drain_lock = threading.Lock()  # the worker and a caller must not both send
         self._wake = threading.Event()
@@ -114,10 +124,21 @@ class SlackNotifier:
         *,
         registry: CollectorRegistry | None = None,
         context: ContextLookup | None = None,
+        handover: ThreadHandover | None = None,
+        may_send: Callable[[], bool] | None = None,
     ) -> SlackNotifier:
         """Build the transport from the settings; the secret comes from ``env`` or a file."""
         transport = build_transport(settings, env)
-        return cls(settings, db, clock, transport, registry=registry, context=context)
+        return cls(
+            settings,
+            db,
+            clock,
+            transport,
+            registry=registry,
+            context=context,
+            handover=handover,
+            may_send=may_send,
+        )
 
     def reconfigure(self, settings: SlackSettings, transport: Transport) -> None:
         """Use edited settings (a config reload) from the next intake and delivery pass
@@ -143,6 +164,8 @@ class SlackNotifier:
             yield _write_nothing
             return
         owners = self._gather.owners(batch)  # the cluster: before any lock
+        if self._handover is not None:
+            self._handover.for_transitions(batch)
         with self._intake:
             now = self._clock()
             plan = plan_transitions(
@@ -168,6 +191,8 @@ class SlackNotifier:
     def on_remediation(self, events: Iterable[RemediationEvent]) -> None:
         """Ladder events, in order. Replays are ignored (each event's key is remembered)."""
         batch = list(events)
+        if self._handover is not None:
+            self._handover.for_events(batch)
         with self._intake:
             now = self._clock()
             plan = plan_remediation(self._gather.for_events(batch), batch, now, self._planner)
@@ -184,6 +209,8 @@ class SlackNotifier:
                 events = feed.events_since(cursor)
                 if not events:
                     break
+                if self._handover is not None:
+                    self._handover.for_events(events)
                 now = self._clock()
                 state = self._gather.for_events(events)
                 plan = plan_remediation(state, events, now, self._planner, cursor=cursor)
@@ -203,6 +230,12 @@ class SlackNotifier:
             plan = plan_tick(self._gather.for_tick(), now, self._planner)
             self._write(self._rows(plan, now, prune_before=now - self.settings.delivery.retention))
         self.wake()
+
+    def publish_handover(self) -> int:
+        """Hand new parents of ladder episodes to the shared state (the worker does this)."""
+        if self._handover is None or not self._may_send():
+            return 0
+        return self._handover.publish()
 
     def _rows(self, plan: NotifyPlan, now: float, prune_before: float | None = None) -> IntakeRows:
         for skip in plan.skipped:
@@ -247,6 +280,7 @@ class SlackNotifier:
                     self.tick()
                 with self._drain_lock:
                     due = self._deliverer.drain(limit=50)
+                self.publish_handover()
                 if due is not None:
                     wait = max(0.01, min(due - self._clock(), 1.0))
             except Exception:  # the loop edge: log, wait, carry on

@@ -19,13 +19,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from guardian.adapters.kube.credentials import KubeCredentials, load_api_client
+from guardian.adapters.kube.episode_store import EpisodeStore
 from guardian.adapters.kube.executor import Executor
+from guardian.adapters.kube.fence import FencedRest
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.kube.rest import KubeRest
 from guardian.adapters.ledger import Ledger
 from guardian.adapters.refused_alerts import RefusedAlertStore
 from guardian.adapters.sqlite_db import Database
 from guardian.app.remediation.clusters import ClusterFilter, SourceClusters, alerts_only
+from guardian.app.remediation.journal import EpisodeJournal
 from guardian.app.remediation.leader import LeaseElector
 from guardian.app.remediation.loop import RemediationLoop
 from guardian.app.remediation.metrics import RemediationMetrics
@@ -37,6 +40,7 @@ from guardian.engine.remediation import PlannerSettings, is_pipeline
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.model.alerts import AlertState
 from guardian.model.reclaim import FiringAlert
+from guardian.model.shared_episode import SharedEpisode
 
 
 def command_credentials(
@@ -87,24 +91,48 @@ def default_identity() -> str:
     return f"{socket.gethostname()}_{os.getpid()}"
 
 
+def shared_store(rest: KubeRest, settings: RemediationSettings) -> EpisodeStore:
+    shared = settings.shared_state
+    return EpisodeStore(
+        rest,
+        settings.controller_namespace,
+        prefix=shared.config_map_prefix,
+        shards=shared.shards,
+        retention=shared.retention,
+    )
+
+
 @dataclass
 class RemediationParts:
     loop: RemediationLoop
     ledger: Ledger
     rest: KubeRest
     metrics: RemediationMetrics
+    journal: EpisodeJournal
     elector: LeaseElector | None = None
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
 
+    def shared_episodes(self) -> list[SharedEpisode]:
+        """Every shared episode, read now: what any replica's status shows."""
+        mine = self.journal.store
+        fresh = EpisodeStore(self.rest, mine.namespace, prefix=mine.prefix, shards=mine.shards)
+        fresh.load()
+        return fresh.episodes()
+
+    def may_write(self) -> bool:
+        """The fence as a question (the Slack notifier asks it before each call)."""
+        return self.elector is None or self.elector.is_leader()
+
     def start_leader_election(self, on_lost: Callable[[], None]) -> None:
-        """Elect in a background thread; until elected, cycles are skipped."""
+        """Elect in a background thread; until elected, cycles are skipped. A new
+        leadership reads the shared state again before it acts."""
         elector = self.elector
         if elector is None:
             return
         self.thread = threading.Thread(
             target=elector.run,
-            args=(lambda: None, on_lost, self.stop),
+            args=(self.journal.invalidate, on_lost, self.stop),
             name="leader-election",
             daemon=True,
         )
@@ -125,11 +153,14 @@ def build_remediation(
     pipeline_groups: Sequence[str],
     api_client: Any = None,
     metrics: RemediationMetrics | None = None,
+    ready: Callable[[], bool] = lambda: True,
     default_cluster: str = "",
     source_clusters: SourceClusters | None = None,
     env: Mapping[str, str] | None = None,
 ) -> RemediationParts:
-    """``default_cluster`` is this controller's cluster when ``settings.cluster`` is unset;
+    """``ready``: the engine has evaluated every rule group since it started (no cycle
+    before, so that an episode whose alert is not evaluated yet is not taken as ended).
+    ``default_cluster`` is this controller's cluster when ``settings.cluster`` is unset;
     ``source_clusters`` reads which clusters the query endpoint serves; ``env`` is where
     the standard credential chain looks (kubeconfig unset)."""
     policies = load_policies(settings.policy_files)
@@ -137,7 +168,6 @@ def build_remediation(
         credentials = KubeCredentials(settings.kubeconfig, settings.kube_context, env or {})
         api_client = load_api_client(credentials)
     rest = KubeRest(api_client, timeout=settings.api_timeout)
-    reader = KubeReader(rest)
     metrics = metrics or RemediationMetrics()
     ledger = Ledger.attach(db)
     clusters = ClusterFilter(
@@ -146,22 +176,29 @@ def build_remediation(
         RefusedAlertStore.attach(db),
         metrics,
     )
-    elector: LeaseElector | None = None
     le = settings.leader_election
+    identity = le.identity or default_identity()
+    # Which replica made a call, in the API server's audit log.
+    rest.api_client.user_agent = f"gpu-guardian/{identity}"
+    elector: LeaseElector | None = None
+    writer = rest
     if le.enabled:
         elector = LeaseElector(
             rest,
             le.lease_namespace or settings.controller_namespace,
             le.lease_name,
-            le.identity or default_identity(),
+            identity,
             lease_duration=le.lease_duration,
             renew_deadline=le.renew_deadline,
             retry_period=le.retry_period,
         )
+        writer = FencedRest(rest, elector.check)  # every write asks the Lease first
+    reader = KubeReader(writer)
+    journal = EpisodeJournal(shared_store(writer, settings), identity)
     loop = RemediationLoop(
         policies=policies,
         reader=reader,
-        executor=Executor(rest, reader, instance=le.identity or default_identity()),
+        executor=Executor(writer, reader, instance=identity),
         ledger=ledger,
         alerts=alerts,
         planner=PlannerSettings(
@@ -175,6 +212,8 @@ def build_remediation(
         cycle_interval=settings.cycle_interval,
         metrics=metrics,
         is_leader=elector.is_leader if elector is not None else (lambda: True),
+        journal=journal,
+        ready=ready,
         clusters=clusters,
     )
-    return RemediationParts(loop, ledger, rest, metrics, elector)
+    return RemediationParts(loop, ledger, rest, metrics, journal, elector)

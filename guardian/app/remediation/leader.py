@@ -2,10 +2,11 @@
 
 The client's own ``leaderelection`` runs the leader's work in a thread it never stops;
 this small lock keeps control here: the remediation loop asks ``is_leader()`` before
-every cycle, and when renewal fails for ``renew_deadline`` the elector calls
+every cycle, every write to the cluster or to Slack asks ``check()`` (the fence:
+adapters/kube/fence.py), and when renewal fails for ``renew_deadline`` the elector calls
 ``on_stopped`` (the runner stops and the process exits, as controller-runtime does).
-Expiry is judged by the local clock from when we last saw the record change, never
-by comparing another host's timestamps with ours.
+Expiry is judged by the local monotonic clock from when we last saw the record change
+(or last renewed it), never by comparing another host's timestamps with ours.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from guardian.adapters.kube.fence import NotLeader
 from guardian.adapters.kube.rest import Conflict, KubeRest, NotFound, object_path
 from guardian_common.errors import GuardianError
 
@@ -57,7 +59,19 @@ class LeaseElector:
         self._last_renew = 0.0
 
     def is_leader(self) -> bool:
-        return self._leader.is_set()
+        """We hold the Lease, and renewed it less than ``renew_deadline`` ago."""
+        return self._leader.is_set() and self.monotonic() - self._last_renew < self.renew_deadline
+
+    def check(self) -> None:
+        """The fence, asked right before each write: raises NotLeader unless we lead."""
+        if not self._leader.is_set():
+            raise NotLeader(f"{self.identity} does not hold lease {self.namespace}/{self.name}")
+        age = self.monotonic() - self._last_renew
+        if age >= self.renew_deadline:
+            raise NotLeader(
+                f"{self.identity} last renewed lease {self.namespace}/{self.name} {age:.1f}s ago "
+                f"(renew deadline {self.renew_deadline:g}s): not writing"
+            )
 
     def _spec(self, acquire: str | None, transitions: int) -> dict[str, object]:
         now = _micro_time(self.clock())
@@ -118,8 +132,8 @@ class LeaseElector:
         logger.info(
             "leader election: %s now leads lease %s/%s", self.identity, self.namespace, self.name
         )
-        self._leader.set()
         self._last_renew = self.monotonic()
+        self._leader.set()
         on_started()
         while not stop.wait(self.retry_period):
             if self._attempt():

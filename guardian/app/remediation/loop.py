@@ -6,7 +6,13 @@ evaluation time it reads the cluster, plans (pure), and applies the plan. Just b
 each step it reads the workload again and re-plans it alone; a 409 does the same
 (step_runner.py). Every step and every new refusal goes to the ledger as a
 RemediationEvent. Alerts of another cluster, and alerts whose pod is not the pod read
-from the cluster, are refused before any workload is looked at (clusters.py).
+from the cluster, are refused before any workload is looked at (clusters.py). With
+Alertmanagers configured, each cycle first asks them which of its alerts are silenced or
+inhibited (``suppressions``; app/alertmanager/silence_gather.py).
+
+With a ``journal`` (every ``guardian run``), past steps come from the episode state
+shared in the cluster (journal.py), which a new leader reads on its first cycle; each
+step is claimed there just before it is applied and settled after it.
 """
 
 from __future__ import annotations
@@ -17,23 +23,26 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 
-from guardian.adapters.kube.executor import Executor, original_replicas, restore_command
+from guardian.adapters.kube.executor import Executor
+from guardian.adapters.kube.fence import NotLeader
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.kube.rest import NotFound
 from guardian.adapters.ledger import EpisodeState, Ledger
 from guardian.app.remediation.clusters import ClusterFilter
+from guardian.app.remediation.journal import EpisodeJournal, StepTaken
 from guardian.app.remediation.metrics import RemediationMetrics
+from guardian.app.remediation.reconcile import Reconciler
 from guardian.app.remediation.recording import StepRecorder
 from guardian.app.remediation.step_runner import Ready, StepRunner
 from guardian.engine.remediation import PlannerSettings, is_pipeline, plan
 from guardian.engine.remediation.scope import check_pods
 from guardian.model.alerts import GroupEvaluation
-from guardian.model.labels import LabelSet
 from guardian.model.policies import Annotations, ReclaimPolicy
 from guardian.model.reclaim import (
     ClusterSnapshot,
     FiringAlert,
     GroupHealth,
+    LedgerView,
     Plan,
     PlannedAction,
     Wait,
@@ -45,12 +54,13 @@ from guardian.model.remediation_events import (
     StepOutcome,
     WorkloadRef,
 )
-from guardian.model.times import parse_rfc3339
+from guardian.model.suppressions import NOT_CHECKED, Suppressions
 from guardian_common.errors import GuardianError
 
 logger = logging.getLogger(__name__)
 
-FOUND_APPLIED = "found applied in the cluster after a restart"
+# The cycle's alerts in, Alertmanager's silences and inhibitions for them out.
+SuppressionSource = Callable[[Sequence[FiringAlert]], Suppressions]
 
 
 def group_health(evaluation: GroupEvaluation) -> GroupHealth:
@@ -76,6 +86,8 @@ class RemediationLoop:
         cycle_interval: float = 60.0,
         metrics: RemediationMetrics | None = None,
         is_leader: Callable[[], bool] = lambda: True,
+        journal: EpisodeJournal | None = None,
+        ready: Callable[[], bool] = lambda: True,
         clusters: ClusterFilter | None = None,
     ) -> None:
         self.policies = list(policies)
@@ -88,9 +100,14 @@ class RemediationLoop:
         self.cycle_interval = cycle_interval
         self.metrics = metrics or RemediationMetrics()
         self.is_leader = is_leader
-        self.recorder = StepRecorder(ledger, self.metrics)
+        self.journal = journal
+        self.ready = ready
+        self.recorder = StepRecorder(ledger, self.metrics, journal)
+        self.reconciler = Reconciler(ledger, self.recorder, executor.events, journal)
         self.clusters = clusters or ClusterFilter(metrics=self.metrics)
         self.health: dict[str, GroupHealth] = {}
+        self.suppressions: SuppressionSource = lambda _alerts: NOT_CHECKED
+        self.held: Suppressions = NOT_CHECKED  # this cycle's answer
         self.last_cycle: float | None = None
         self._lock = threading.Lock()
 
@@ -119,25 +136,46 @@ class RemediationLoop:
             if not self.is_leader():
                 logger.info("not the leader: skipping the remediation cycle at %.3f", now)
                 return None
-            self.last_cycle = now
-            self.metrics.cycles.inc()
-            alerts, refused = self.clusters.split(self._relevant(self.alerts()), now)
-            snapshot = self._snapshot(alerts, now)
-            alerts, mismatched = check_pods(alerts, snapshot)
-            self.clusters.record([*refused, *mismatched], now)
-            self._reconcile(snapshot, now)
-            result = self._plan(alerts, snapshot, now)
-            self.recorder.waits(result.waits, now)
-            for ref, episode in result.closed_episodes:
-                self._close(ref, episode, snapshot, now)
-            for action in result.actions:
-                try:
-                    self.steps.run(partial(self._recheck, action, alerts, snapshot, now), now)
-                except Exception:  # per item: one workload's failure must not stop the rest
-                    logger.exception(
-                        "remediation step %s on %s failed", action.step, action.workload
-                    )
-            return result
+            if not self.ready():  # an alert not evaluated yet has not ended: close nothing
+                logger.info("waiting for every rule group's first evaluation before a cycle")
+                return None
+            try:
+                return self._cycle(now)
+            except NotLeader as exc:  # the fence: stop writing at once, whatever was next
+                logger.error("remediation cycle at %.3f stopped: %s", now, exc)
+                return None
+
+    def _cycle(self, now: float) -> Plan | None:
+        if self.journal is not None:
+            try:
+                self.journal.refresh()
+            except GuardianError as exc:  # never act without knowing what was done
+                logger.error("shared episode state unreadable: skipping the cycle: %s", exc)
+                return None
+        self.last_cycle = now
+        self.metrics.cycles.inc()
+        alerts, refused = self.clusters.split(self._relevant(self.alerts()), now)
+        self.held = self.suppressions(alerts)
+        snapshot = self._snapshot(alerts, now)
+        alerts, mismatched = check_pods(alerts, snapshot)
+        self.clusters.record([*refused, *mismatched], now)
+        self.reconciler.run(self._view(now), snapshot, now)
+        result = self._plan(alerts, snapshot, now)
+        self.recorder.waits(result.waits, now)
+        for ref, episode in result.closed_episodes:
+            self._close(ref, episode, snapshot, now)
+        for action in result.actions:
+            try:
+                self.steps.run(partial(self._recheck, action, alerts, snapshot, now), now)
+            except NotLeader:
+                raise
+            except Exception:  # per item: one workload's failure must not stop the rest
+                logger.exception("remediation step %s on %s failed", action.step, action.workload)
+        return result
+
+    def _view(self, now: float) -> LedgerView:
+        """Past steps: the shared state's on a leader with a journal, else the ledger's."""
+        return self.journal.view() if self.journal is not None else self.ledger.view(now)
 
     # ---------------------------------------------------------------- planning
     def _relevant(self, alerts: Iterable[FiringAlert]) -> list[FiringAlert]:
@@ -152,13 +190,10 @@ class RemediationLoop:
     def _snapshot(self, alerts: Sequence[FiringAlert], now: float) -> ClusterSnapshot:
         pods = [
             (a.labels["namespace"], a.labels["pod"])
-            for a in alerts
-            if a.firing
-            and not is_pipeline(a.labels)
-            and a.labels.get("namespace")
-            and a.labels.get("pod")
+            for a in alerts  # pending ones too: they keep their episode open
+            if not is_pipeline(a.labels) and a.labels.get("namespace") and a.labels.get("pod")
         ]
-        view = self.ledger.view(now)
+        view = self._view(now)
         return self.reader.snapshot(pods, view.open_episodes, self.controller_namespace)
 
     def _plan(self, alerts: Sequence[FiringAlert], snapshot: ClusterSnapshot, now: float) -> Plan:
@@ -166,52 +201,12 @@ class RemediationLoop:
             alerts,
             self.policies,
             snapshot,
-            self.ledger.view(now),
+            self._view(now),
             now,
             health=self.health,
             settings=self.planner,
+            suppressions=self.held,
         )
-
-    def _reconcile(self, snapshot: ClusterSnapshot, now: float) -> None:
-        """State lives on the object: steps applied before a crash, missing from the
-        ledger, are recorded from the cluster instead of being done again."""
-        view = self.ledger.view(now)
-        for ref, (episode, _started, policy) in view.open_episodes.items():
-            ws = snapshot.workloads.get(ref)
-            if ws is None or ws.annotations.get(Annotations.EPISODE) != episode:
-                continue
-            done = view.steps(episode, real=True)
-            flagged = parse_rfc3339(ws.annotations.get(Annotations.FLAGGED_AT))
-            if flagged is not None and LadderStep.ANNOTATE not in done:
-                self.recorder.record(
-                    RemediationEvent(
-                        episode,
-                        ws.ref,
-                        LadderStep.ANNOTATE,
-                        StepOutcome.APPLIED,
-                        flagged,
-                        policy,
-                        FOUND_APPLIED,
-                        LabelSet(),
-                    )
-                )
-            reclaimed = parse_rfc3339(ws.annotations.get(Annotations.RECLAIMED_AT))
-            if reclaimed is not None and LadderStep.RECLAIM not in done:
-                self.recorder.record(
-                    RemediationEvent(
-                        episode,
-                        ws.ref,
-                        LadderStep.RECLAIM,
-                        StepOutcome.APPLIED,
-                        reclaimed,
-                        policy,
-                        FOUND_APPLIED,
-                        LabelSet(),
-                        original_replicas=original_replicas(ws),
-                        restore_command=restore_command(ws.ref),
-                    )
-                )
-                self.ledger.set_episode_state(episode, EpisodeState.RECLAIMED)
 
     def _replan_one(
         self, action: PlannedAction, snapshot: ClusterSnapshot, now: float
@@ -243,10 +238,11 @@ class RemediationLoop:
             dataclasses.replace(
                 snapshot, workloads=workloads, namespaces=namespaces, pod_owners=owners
             ),
-            self.ledger.view(now),
+            self._view(now),
             now,
             health=self.health,
             settings=self.planner,
+            suppressions=self.held,
         )
         for candidate in again.actions:
             if candidate.workload == ref:
@@ -288,10 +284,16 @@ class RemediationLoop:
                     dedupe=True,
                 )
             return None
+        labels = current.alert_labels
+        first = min((a.active_at for a in alerts if a.labels == labels), default=now)
         if current.step is not LadderStep.RESTORE:  # idempotent: the first step opens it
-            labels = current.alert_labels
-            first = min((a.active_at for a in alerts if a.labels == labels), default=now)
             self.ledger.open_episode(current.workload, current.episode, first, current.policy)
+        if self.journal is not None:
+            try:
+                self.journal.claim(current, first, now)
+            except StepTaken as exc:
+                logger.info("%s on %s not applied: %s", current.step, current.workload, exc)
+                return None
         return current, fresh
 
     def _close(self, ref: WorkloadRef, episode: str, snapshot: ClusterSnapshot, now: float) -> None:
@@ -303,6 +305,14 @@ class RemediationLoop:
                 logger.warning("could not clear the idle flag on %s: %s", ref, exc)
                 return
         self.ledger.set_episode_state(episode, EpisodeState.CLOSED, now)
+        if self.journal is not None:
+            try:
+                self.journal.end(episode, EpisodeState.CLOSED, now)
+            except NotLeader:
+                raise
+            except GuardianError as exc:  # still live there: the next cycle closes it again
+                logger.warning("could not end episode %s in the shared state: %s", episode, exc)
+                return
         logger.info("episode %s on %s closed: its alerts ended before a reclaim", episode, ref)
 
 

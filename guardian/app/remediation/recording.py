@@ -1,4 +1,5 @@
-"""Write the cycle's steps, waits and failures to the ledger, and count them."""
+"""Write the cycle's steps, waits and failures to the ledger (and, on a leader, to the
+shared episode state), and count them."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Sequence
 
 from guardian.adapters.kube.executor import Result, original_replicas, restore_command
 from guardian.adapters.ledger import EpisodeState, Ledger
+from guardian.app.remediation.journal import EpisodeJournal
 from guardian.app.remediation.metrics import RemediationMetrics
 from guardian.model.reclaim import PlannedAction, Wait, WorkloadState
 from guardian.model.remediation_events import LadderStep, RemediationEvent, StepOutcome
@@ -15,11 +17,18 @@ logger = logging.getLogger(__name__)
 
 
 class StepRecorder:
-    """Events go to ``ledger``; without one (``guardian restore`` given no state) nowhere."""
+    """Events go to ``ledger``; without one (``guardian restore`` given no state) nowhere.
+    With a ``journal``, each step's outcome also settles (or releases) its shared claim."""
 
-    def __init__(self, ledger: Ledger | None, metrics: RemediationMetrics) -> None:
+    def __init__(
+        self,
+        ledger: Ledger | None,
+        metrics: RemediationMetrics,
+        journal: EpisodeJournal | None = None,
+    ) -> None:
         self.ledger = ledger
         self.metrics = metrics
+        self.journal = journal
 
     def record(self, event: RemediationEvent, *, dedupe: bool = False) -> None:
         """Append ``event`` (with ``dedupe``: unless it repeats the last one) and count it."""
@@ -48,15 +57,23 @@ class StepRecorder:
                 restore_command=restore_command(ws.ref) if step is LadderStep.RECLAIM else None,
             )
         )
-        if result.outcome is not StepOutcome.APPLIED or self.ledger is None:
-            return
-        if step is LadderStep.RECLAIM:
-            self.ledger.set_episode_state(action.episode, EpisodeState.RECLAIMED)
-        elif step is LadderStep.RESTORE:
-            self.ledger.end_workload_episodes(action.workload, EpisodeState.RESTORED, now)
+        if result.outcome is StepOutcome.APPLIED and self.ledger is not None:
+            if step is LadderStep.RECLAIM:
+                self.ledger.set_episode_state(action.episode, EpisodeState.RECLAIMED)
+            elif step is LadderStep.RESTORE:
+                self.ledger.end_workload_episodes(action.workload, EpisodeState.RESTORED, now)
+        if self.journal is not None:
+            original = ws.replicas if step is LadderStep.RECLAIM else None
+            self.journal.settle(action, result.outcome, now, original_replicas=original)
+
+    def dropped(self, action: PlannedAction, now: float) -> None:
+        """The step did not happen and needs no record (its workload is gone)."""
+        if self.journal is not None:
+            self.journal.release(action, now)
 
     def failed(self, action: PlannedAction, now: float, why: str) -> None:
         logger.warning("%s on %s failed: %s", action.step, action.workload, why)
+        self.dropped(action, now)
         self.record(
             RemediationEvent(
                 action.episode,
@@ -72,7 +89,8 @@ class StepRecorder:
         )
 
     def waits(self, waits: Sequence[Wait], now: float) -> None:
-        """Refusals and pending steps, each recorded once until its reason changes."""
+        """Refusals and pending steps, each recorded once until its reason changes (a
+        pending step once per episode whichever leader recorded it)."""
         refused = 0
         for wait in waits:
             if wait.workload is None:
@@ -80,6 +98,9 @@ class StepRecorder:
                 continue
             refused += wait.refused
             if not wait.refused and wait.next_step is None:
+                continue
+            planned = not wait.refused and wait.episode
+            if planned and self.journal is not None and not self.journal.note_planned(wait, now):
                 continue
             self.record(
                 RemediationEvent(

@@ -1,29 +1,26 @@
 """``guardian status``: active alerts, pending ladder steps with due times, reclaimed
-workloads with their restore commands, alerts the loop refuses. Read-only, from the
-shared state database; with ``live``, also the cluster as it is now (the kill switch,
-each reclaimed workload's replicas), read with the standard credentials."""
+workloads with their restore commands, alerts the loop refuses. Read-only.
+
+The ladder's part comes from the episode state every replica shares (in the cluster,
+adapters/kube/episode_store.py), so the answer does not depend on which replica gives
+it; the alerts from this replica's engine (every replica evaluates the same rules on the
+same slots). ``build_status`` without shared episodes reads one state database alone.
+Reading the cluster (shared episodes, ``--live``) is status_cluster.py's."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from guardian.adapters.kube.credentials import api_access, load_api_client
 from guardian.adapters.kube.executor import restore_command
-from guardian.adapters.kube.reader import KubeReader
-from guardian.adapters.kube.rest import KubeRest, NotFound
 from guardian.adapters.ledger import EpisodeState, Ledger
 from guardian.adapters.refused_alerts import RefusedAlertStore
-from guardian.app.remediation.build import command_credentials, state_database
-from guardian.app.settings.config_file import load_settings
-from guardian.app.settings.remediation import RemediationSettings
 from guardian.engine.remediation.guards import cluster_wide_why, is_pipeline
 from guardian.model.labels import LabelSet
-from guardian.model.policies import Annotations
 from guardian.model.reclaim import FiringAlert
 from guardian.model.remediation_events import (
     LadderStep,
@@ -31,8 +28,9 @@ from guardian.model.remediation_events import (
     StepOutcome,
     WorkloadRef,
 )
+from guardian.model.shared_episode import SharedEpisode
 from guardian.model.times import rfc3339
-from guardian_common.errors import ConfigError, PermanentError
+from guardian_common.errors import PermanentError
 
 
 @dataclass
@@ -169,8 +167,55 @@ def _last(events: list[RemediationEvent]) -> RemediationEvent | None:
     return events[-1] if events else None
 
 
-def build_status(ledger: Ledger) -> StatusReport:
+def _last_mark(e: SharedEpisode) -> str:
+    if e.inflight is not None:
+        f = e.inflight
+        return f"{f.step.value} in flight since {rfc3339(f.at)} (attempt {f.attempt}, {f.by})"
+    if not e.steps:
+        return "-"
+    m = e.steps[-1]
+    return f"{m.step.value} {m.outcome.value} at {rfc3339(m.at)} by {m.by}"
+
+
+def shared_status(episodes: Sequence[SharedEpisode], alerts: list[dict[str, Any]]) -> StatusReport:
+    """The report from the shared episodes (and ``alerts`` as this replica's engine has them)."""
+    report = StatusReport(alerts=alerts, holds=_holds(alerts))
+    for e in episodes:
+        if e.state is EpisodeState.OPEN:
+            report.pending.append(
+                {
+                    "workload": str(e.workload),
+                    "episode": e.episode,
+                    "policy": e.policy,
+                    "next_step": e.next_step.value if e.next_step else "notify",
+                    "due": rfc3339(e.next_step_due) if e.next_step_due else None,
+                    "dry_run": any(m.outcome is StepOutcome.DRY_RUN for m in e.steps),
+                    "last": _last_mark(e),
+                }
+            )
+        elif e.state is EpisodeState.RECLAIMED:
+            mark = e.done(LadderStep.RECLAIM)
+            report.reclaimed_refs.append(e.workload)
+            report.reclaimed.append(
+                {
+                    "workload": str(e.workload),
+                    "policy": e.policy,
+                    "reclaimed_at": rfc3339(mark.at) if mark else "?",
+                    "original_replicas": e.original_replicas,
+                    "restore_command": restore_command(e.workload),
+                }
+            )
+    return report
+
+
+def build_status(ledger: Ledger, episodes: Sequence[SharedEpisode] | None = None) -> StatusReport:
+    """The report from one state database; with ``episodes`` (RemediationParts.
+    shared_episodes()), the ladder's part from the shared state instead, as on any replica."""
     alerts = _alerts(ledger)
+    if episodes is not None:
+        report = shared_status(episodes, alerts)
+        report.refused = _refused(ledger)
+        return report
     report = StatusReport(alerts=alerts, refused=_refused(ledger), holds=_holds(alerts))
     for episode in ledger.episodes(EpisodeState.OPEN):
         events = ledger.events_for([episode.episode])
@@ -217,63 +262,3 @@ def read_status(path: str) -> StatusReport:
         return build_status(ledger)
     finally:
         ledger.close()
-
-
-def add_live(report: StatusReport, reader: KubeReader, controller_namespace: str) -> None:
-    """The cluster as it is now: the kill switch and each reclaimed workload's state.
-    API failures propagate (the caller turns them into one line)."""
-    ns = reader.namespace(controller_namespace)
-    switch = ns is not None and ns.annotations.get(Annotations.KILL_SWITCH, "") == "true"
-    where = f"annotation {Annotations.KILL_SWITCH} on namespace {controller_namespace}"
-    report.live = {
-        "api": str(reader.rest.api_client.configuration.host),
-        "kill_switch": f"on ({where})" if switch else f"off ({where} not true)",
-    }
-    for row, ref in zip(report.reclaimed, report.reclaimed_refs, strict=True):
-        row["now"] = _workload_now(reader, ref)
-
-
-def _workload_now(reader: KubeReader, ref: WorkloadRef) -> str:
-    try:
-        ws = reader.workload(ref)
-    except NotFound:
-        return "deleted"
-    if ws.replicas is not None:
-        state = f"{ws.replicas} replicas"
-    else:
-        state = "suspended" if ws.suspended else "running"
-    marked = Annotations.RECLAIMED_AT in ws.annotations
-    return f"{state}, {'still reclaimed' if marked else 'no longer marked reclaimed'}"
-
-
-@dataclass(frozen=True)
-class StatusRequest:
-    state: str | None
-    config: str | None
-    live: bool = False  # also read the cluster
-    kubeconfig: str | None = None
-    context: str | None = None
-
-
-def run_status(request: StatusRequest, env: Mapping[str, str]) -> StatusReport:
-    """The report; with ``live`` (or a kubeconfig or context given) the cluster's part
-    too. Credential and API failures raise KubeAccessError."""
-    path = state_database(request.state, request.config, env)
-    if path is None:
-        raise ConfigError("give --config or --state")
-    report = read_status(path)
-    if not (request.live or request.kubeconfig or request.context):
-        return report
-    credentials = command_credentials(request.kubeconfig, request.context, request.config, env)
-    namespace = (
-        load_settings(request.config, env).remediation.controller_namespace
-        if request.config
-        else RemediationSettings().controller_namespace
-    )
-    api_client = load_api_client(credentials, retries=0)
-    try:
-        with api_access(api_client):
-            add_live(report, KubeReader(KubeRest(api_client)), namespace)
-    finally:
-        api_client.close()
-    return report

@@ -3,7 +3,8 @@
 ``check`` reads the workload again and says whether the step is still wanted (the
 evidence check just before acting). A 409 means the object changed under us: read
 again, check again, at most ``MAX_CONFLICT_RETRIES`` times. Every outcome, a failure
-included, goes to the ledger through the StepRecorder.
+included, goes to the ledger through the StepRecorder. NotLeader (the fence refused a
+write) is raised as it is: this replica must stop, and record nothing more.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from guardian.adapters.kube.executor import Executor, Result
+from guardian.adapters.kube.fence import NotLeader
 from guardian.adapters.kube.rest import Conflict, Forbidden, NotFound
 from guardian.app.remediation.recording import StepRecorder
 from guardian.model.reclaim import PlannedAction, WorkloadState
@@ -58,8 +60,11 @@ class StepRunner:
                 self.recorder.metrics.conflicts.inc()
                 logger.info("conflict on %s: reading again and re-planning (%s)", ws.ref, exc)
                 continue
+            except NotLeader:
+                raise
             except NotFound as exc:
                 logger.info("%s disappeared during %s: dropped", ws.ref, action.step)
+                self.recorder.dropped(action, now)
                 return StepReport(error=exc)
             except Forbidden as exc:
                 self.recorder.metrics.api_forbidden.inc()

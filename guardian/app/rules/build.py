@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from guardian.adapters.alert_store import AlertStore
 from guardian.adapters.http_credentials import check_tls_files
 from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
+from guardian.adapters.prometheus_rules import PrometheusRulesReader
 from guardian.adapters.remote_write import RemoteWriteClient
 from guardian.app.config_files import parse_files
 from guardian.app.rules.for_state_gather import ForStateRestorer
 from guardian.app.rules.metrics import EngineMetrics
+from guardian.app.rules.remote_source import RulerSource
 from guardian.app.rules.runtime import RuleEngine
 from guardian.app.settings.clients import RemoteWriteSettings
 from guardian.app.settings.config_file import Settings
@@ -55,6 +57,17 @@ def remote_write_client(rw: RemoteWriteSettings) -> RemoteWriteClient:
     return RemoteWriteClient(config)
 
 
+def ruler_source(settings: Settings) -> RulerSource | None:
+    """With ``alerts.source: prometheus``: the ruler the alerts are read from (``alerts.ruler``,
+    else the ``prometheus`` endpoint)."""
+    if settings.alerts.source != "prometheus":
+        return None
+    endpoint = settings.alerts.ruler or settings.prometheus
+    config = endpoint.client_config()
+    check_tls_files(config, "alerts.ruler" if settings.alerts.ruler else "prometheus")
+    return RulerSource(PrometheusRulesReader(config))
+
+
 @dataclass
 class EngineParts:
     engine: RuleEngine
@@ -76,10 +89,13 @@ def build_engine(
     querier = PrometheusQuerier(
         prometheus_access(settings), observer=metrics.observe_query, monotonic=monotonic
     )
+    ruler = ruler_source(settings)  # the ruler writes its own ALERTS and keeps its for-state
+    if ruler is not None and settings.remote_write is not None:
+        logger.warning("alerts.source is prometheus: remote_write is not used (the ruler writes)")
     store = AlertStore.open(settings.state_path) if persistent else None
     remote = (
         remote_write_client(settings.remote_write)
-        if persistent and settings.remote_write is not None
+        if persistent and settings.remote_write is not None and ruler is None
         else None
     )
     policy = RestorePolicy(settings.restore.for_grace_period, settings.restore.for_outage_tolerance)
@@ -87,7 +103,7 @@ def build_engine(
         ForStateRestorer(
             querier, external_labels=settings.external_labels, policy=policy, metrics=metrics
         )
-        if persistent and settings.restore.from_prometheus
+        if persistent and settings.restore.from_prometheus and ruler is None
         else None
     )
     engine = RuleEngine(
@@ -101,5 +117,6 @@ def build_engine(
         for_state=restorer,
         monotonic=monotonic,
         clock=clock,
+        evaluator=ruler,
     )
     return EngineParts(engine, querier)

@@ -30,7 +30,7 @@ from guardian.app.rules.metrics import EngineMetrics
 from guardian.engine.rules.alert_series import build_alert_series, stale_series
 from guardian.engine.rules.alerting import TemplateEnv
 from guardian.engine.rules.for_state import RestorePolicy, restore_for_state, series_sample
-from guardian.engine.rules.group_eval import CompiledGroup, QueryFn, evaluate_group
+from guardian.engine.rules.group_eval import CompiledGroup, GroupState, QueryFn, evaluate_group
 from guardian.model.alerts import Alert, AlertState, GroupEvaluation
 from guardian.model.labels import LabelSet
 from guardian.model.series import TimeSeries
@@ -45,6 +45,11 @@ TransactionWriter = Callable[[sqlite3.Connection], None]
 # the state that produced them: entered before the transaction (gather and plan; may
 # read the network), its writer runs inside it, and it is left once it has ended.
 TransactionHook = Callable[[GroupEvaluation], AbstractContextManager[TransactionWriter]]
+# Instead of querying: the group's new state and evaluation from elsewhere (a ruler's
+# /api/v1/rules with alerts.source: prometheus, app/rules/remote_source.py).
+GroupEvaluator = Callable[
+    [CompiledGroup, GroupState, float], tuple[dict[str, dict[LabelSet, Alert]], GroupEvaluation]
+]
 
 
 @dataclass
@@ -98,6 +103,7 @@ class RuleEngine:
         may_write: Callable[[], bool] = lambda: True,
         listeners: Iterable[Listener] = (),
         transaction_hooks: Iterable[TransactionHook] = (),
+        evaluator: GroupEvaluator | None = None,
     ) -> None:
         """``for_state``: restore from Prometheus (the groups given here, the first
         load). ``clock``: the wall clock that restore uses, as Prometheus does.
@@ -112,6 +118,7 @@ class RuleEngine:
         self.transaction_hooks = list(transaction_hooks)
         self.for_state = for_state
         self.may_write = may_write
+        self.evaluator = evaluator
         self._monotonic = monotonic
         self._clock = clock
         self._groups: dict[str, GroupRuntime] = {}
@@ -206,14 +213,17 @@ class RuleEngine:
         with runtime.lock:
             started = self._monotonic()
             self._restore(runtime, ts)
-            state, evaluation = evaluate_group(
-                runtime.compiled,
-                runtime.state,
-                ts,
-                self.query,
-                env=self.env,
-                monotonic=self._monotonic,
-            )
+            if self.evaluator is not None:
+                state, evaluation = self.evaluator(runtime.compiled, runtime.state, ts)
+            else:
+                state, evaluation = evaluate_group(
+                    runtime.compiled,
+                    runtime.state,
+                    ts,
+                    self.query,
+                    env=self.env,
+                    monotonic=self._monotonic,
+                )
             restoring = persist and runtime.pending_restore is not None
             if restoring:
                 state = self._restore_from_prometheus(runtime, state)
@@ -356,6 +366,9 @@ class RuleEngine:
             return all(r.last is not None for r in self._groups.values())
 
     def close(self) -> None:
+        close_evaluator = getattr(self.evaluator, "close", None)
+        if close_evaluator is not None:
+            close_evaluator()
         if self.remote_write is not None:
             self.remote_write.close()
         if self.store is not None:

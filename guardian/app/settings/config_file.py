@@ -17,9 +17,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
+from guardian.app.settings.alert_source import AlertsSettings
+from guardian.app.settings.alertmanager_output import AlertmanagerSettings
 from guardian.app.settings.clients import PrometheusSettings, RemoteWriteSettings
+from guardian.app.settings.prices import PriceSettings
 from guardian.app.settings.remediation import RemediationSettings
 from guardian.app.settings.slack import SlackSettings
 from guardian.app.settings.web import WebSettings
@@ -89,7 +92,7 @@ class Settings(StrictModel):
     /var/lib, where the manifests mount a volume."""
     external_labels: dict[str, str] = Field(default_factory=dict)
     """``$externalLabels`` in templates. Not added to alert labels, as in Prometheus's
-    rule manager (Prometheus adds them when it sends alerts on)."""
+    rule manager; added (where absent) to the alerts sent to ``alertmanager``."""
     external_url: str = ""
     """``$externalURL`` in templates; empty, as nothing is known about how users reach us."""
     listen_address: str = "127.0.0.1:9469"
@@ -107,6 +110,31 @@ class Settings(StrictModel):
     """Reclaiming idle GPUs; off and dry-run by default."""
     slack: SlackSettings | None = None
     """Slack notifications; unset: none are sent."""
+    alertmanager: AlertmanagerSettings | None = None
+    """Alertmanagers that receive the alerts and whose silences pause the ladder; unset:
+    none (see docs/alertmanager.md)."""
+    alerts: AlertsSettings = AlertsSettings()
+    """Where alerts come from: this engine, or a Prometheus or Thanos Ruler."""
+    prices: PriceSettings = PriceSettings()
+    """GPU-hour prices by model, for Slack's cost lines, ``guardian report`` and
+    ``guardian simulate``: one table. (``slack.prices``, the older place, is still read
+    when this is unset; setting both is an error.)"""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_price_table(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        slack = data.get("slack")
+        if not isinstance(slack, dict):
+            return data
+        if "prices" in data and "prices" in slack:
+            raise ValueError("prices are set twice: keep the top-level prices, drop slack.prices")
+        if "prices" in slack:
+            return {**data, "prices": slack["prices"]}
+        if "prices" in data:
+            return {**data, "slack": {**slack, "prices": data["prices"]}}
+        return data
 
     @field_validator("external_labels")
     @classmethod

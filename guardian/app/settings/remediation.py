@@ -63,6 +63,19 @@ class LeaderElectionSettings(StrictModel):
         return self
 
 
+class SharedStateSettings(StrictModel):
+    """Where the leader keeps the episodes every replica shares (docs/deploy.md, "High
+    availability and state"): ConfigMaps in ``controller_namespace``."""
+
+    config_map_prefix: str = Field(default="gpu-guardian-state", pattern=r"^[a-z0-9][-a-z0-9]*$")
+    """The shards are ``<prefix>-00`` .. ``<prefix>-<shards-1>``; the Role names them."""
+    shards: Int = Field(default=16, ge=1, le=100)
+    """How many ConfigMaps. 16 hold about 10,000 live episodes (under 1 MiB each); more
+    shards need the same names added to the Role."""
+    retention: Duration = 7200.0
+    """Seconds an ended episode stays (the per-namespace hourly reclaim limit reads it)."""
+
+
 class RemediationSettings(StrictModel):
     enabled: Bool = False
     """Run the remediation ladder at all. Off: alerting works without cluster write access."""
@@ -97,3 +110,5 @@ class RemediationSettings(StrictModel):
     missed evaluations at the default interval mean the data cannot be trusted."""
     leader_election: LeaderElectionSettings = LeaderElectionSettings()
     """Only the Lease holder acts."""
+    shared_state: SharedStateSettings = SharedStateSettings()
+    """Episodes and their steps, kept in the cluster so that any replica can go on."""

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, field_validator, model_validator
 
-from guardian.engine.notify.findings import FindingRules, PriceTable
+from guardian.app.settings.prices import PriceSettings
+from guardian.engine.notify.findings import FindingRules
 from guardian.engine.notify.routing import WEEKDAYS, MuteWindow, Routes
-from guardian_common.config_types import Bool, ConfigPath, Duration, Float, Int, StrictModel
+from guardian_common.config_types import Bool, ConfigPath, Duration, Int, StrictModel
 from guardian_common.redact import redact_url
 
 Meaning = Literal["peak_utilization", "peak_memory_ratio", "none"]
@@ -120,19 +121,6 @@ class GroupingSettings(StrictModel):
     still read well as separate messages."""
 
 
-class PriceSettings(StrictModel):
-    """Price per GPU-hour. ``per_model`` keys match exactly, else as a substring of the
-    model name (longest wins); ``default`` prices unknown models (unset: no cost shown)."""
-
-    currency: str = "$"
-    """Symbol put before amounts."""
-    default: Float | None = Field(default=None, ge=0)
-    """Price per GPU-hour of a model not in ``per_model``; unset: no cost is shown
-    rather than a guessed one."""
-    per_model: dict[str, Annotated[Float, Field(ge=0)]] = Field(default_factory=dict)
-    """Model name (or part of it) -> price per GPU-hour."""
-
-
 class DeliverySettings(StrictModel):
     post_interval: Duration = 1.1
     """Seconds between posts to one channel. 1.1s: Slack allows about one per second."""
@@ -187,7 +175,8 @@ class SlackSettings(StrictModel):
     mute: list[MuteWindowSettings] = Field(default_factory=list)
     """Windows in which nothing is posted (maintenance, nights)."""
     prices: PriceSettings = PriceSettings()
-    """GPU-hour prices for the cost shown in messages."""
+    """GPU-hour prices for the cost shown in messages. Prefer the top-level ``prices``
+    (shared with ``guardian report`` and ``simulate``); it is copied here when this is unset."""
     value_meaning: dict[str, Meaning] = Field(default_factory=lambda: dict(_MEANINGS))
     """Alert name -> what the alert's value is; the defaults match the shipped rules."""
     idle_windows: dict[str, Duration] = Field(
@@ -210,9 +199,7 @@ class SlackSettings(StrictModel):
 
     def finding_rules(self) -> FindingRules:
         return FindingRules(
-            prices=PriceTable(
-                dict(self.prices.per_model), self.prices.default, self.prices.currency
-            ),
+            prices=self.prices.table(),
             value_meaning=dict(self.value_meaning),
             idle_windows=dict(self.idle_windows),
             cluster_label=self.cluster_label,

@@ -7,9 +7,11 @@ from (documented in docs/slack.md):
   ``severity``, and the GPU model from the first of ``gpu_model``, ``model``, ``modelName``;
 - the alert value: its meaning per alert name (``GpuIdle``: the peak utilization ratio,
   ``GpuMemoryUnderutilized``: the peak used/total memory ratio), configurable;
-- annotations: ``summary``, ``description``, ``runbook_url``, and optional evidence
-  ``peak_utilization`` (ratio), ``memory_used_bytes``, ``memory_total_bytes``,
-  ``idle_since`` (unix seconds) and ``idle_window`` (a duration such as ``30m``);
+- annotations: ``summary``, ``description``, ``runbook_url``, ``advice`` (right-sizing
+  text, shown as it is), and optional evidence ``peak_utilization`` (ratio),
+  ``memory_used_bytes``, ``memory_total_bytes``, ``idle_since`` (unix seconds),
+  ``idle_window`` (a duration such as ``30m``) and ``share`` (the part of the GPU the pod
+  holds, in (0, 1]: a time-slice or vGPU share; the cost is the share's);
 - the idle start: ``idle_since``, else ``active_at`` minus the idle window (annotation,
   else the configured window per alert name), else ``active_at``.
 """
@@ -94,6 +96,12 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _share(text: str | None) -> float | None:
+    """A share of a GPU: in (0, 1]; anything else (0, above 1, not a number) is ignored."""
+    value = _number(text)
+    return value if value is not None and 0.0 < value <= 1.0 else None
+
+
 def _evidence(
     alertname: str, value: float, annotations: LabelSet, active_at: float, rules: FindingRules
 ) -> UsageEvidence:
@@ -117,15 +125,18 @@ def _evidence(
                 window = parse_duration(raw.strip())
         # Only waste alerts have an idle window; a pipeline alert is not "idle for" anything.
         idle_since = active_at - window if window is not None else None
-    return UsageEvidence(peak_util, peak_mem, used, total, idle_since)
+    share = _share(annotations.get("share"))
+    return UsageEvidence(peak_util, peak_mem, used, total, idle_since, share)
 
 
 def with_cost(finding: Finding, now: float, prices: PriceTable) -> Finding:
-    """Recompute cost per hour and the waste so far; waste stops when the GPU is freed."""
+    """Recompute cost per hour and the waste so far; waste stops when the GPU is freed.
+    A finding about a share of a GPU costs that share of the GPU's price."""
     price = prices.price(finding.gpu_model)
     if price is None:
         return finding.with_changes(cost=None)
-    per_hour = price * finding.gpus
+    share = finding.evidence.share if finding.evidence.share is not None else 1.0
+    per_hour = price * finding.gpus * share
     start = finding.evidence.idle_since if finding.evidence.idle_since is not None else now
     ends = [t for t in (finding.reclaimed_at, finding.resolved_at) if t is not None]
     end = min([now, *ends])
@@ -168,6 +179,7 @@ def new_finding(
         workload=ctx.workload,
         evidence=_evidence(alertname, value, annotations, active_at, rules),
         mentions=split_mentions(mention) if mention else (),
+        advice=annotations.get("advice", "").strip() or None,
     )
     return with_cost(finding, now, rules.prices)
 

@@ -18,6 +18,7 @@ from guardian.model.reclaim import (
     WorkloadState,
 )
 from guardian.model.remediation_events import WorkloadRef
+from guardian.model.suppressions import Suppressions
 from guardian.model.times import parse_rfc3339, rfc3339
 
 
@@ -187,6 +188,21 @@ def pod_mismatch(labels: Mapping[str, str], owner: PodOwner) -> str | None:
             f"the alert is about pod UID {uid} but the pod of that name has UID {owner.uid}: "
             "replaced since the evidence was gathered"
         )
+    return None
+
+
+def silence_reason(
+    alerts: Iterable[FiringAlert], suppressions: Suppressions, policy: ReclaimPolicy
+) -> str | None:
+    """Why Alertmanager holds the ladder for ``alerts``: one of them silenced, inhibited
+    or unknown to it (see guardian/engine/alertmanager/suppression.py), or None. Policies
+    with ``respectSilences: false`` are not held."""
+    if not policy.spec.respect_silences:
+        return None
+    for alert in sorted(alerts, key=lambda a: a.labels.items_sorted):
+        reason = suppressions.reason(alert.labels)
+        if reason is not None:
+            return reason
     return None
 
 

@@ -21,6 +21,7 @@ from guardian.engine.remediation.guards import (
     pod_mismatch,
     read_error,
     restarted_by_hand,
+    silence_reason,
     warmup_reason,
 )
 from guardian.engine.remediation.matching import select_policy
@@ -39,6 +40,7 @@ from guardian.model.reclaim import (
     WorkloadState,
 )
 from guardian.model.remediation_events import LadderStep, WorkloadRef, episode_id
+from guardian.model.suppressions import NOT_CHECKED, Suppressions
 from guardian.model.times import parse_rfc3339, rfc3339
 
 
@@ -123,6 +125,7 @@ class _Planner:
         self.settings = settings
         self.pipeline_alerts = pipeline_alerts
         self.cycle = _Cycle()
+        self.suppressions: Suppressions = NOT_CHECKED  # set by plan(): Alertmanager's view
         self.actions: list[PlannedAction] = []
         self.waits: list[Wait] = []
         ns = snapshot.namespaces.get(snapshot.controller_namespace)
@@ -210,6 +213,7 @@ class _Planner:
                 self.now,
                 settings.max_health_age,
             )
+            or silence_reason(matched, self.suppressions, c.policy)
             or warmup_reason(c.ws, c.policy.spec.warmup, self.now)
         )
         if why is None and self.kill_switch:
@@ -335,6 +339,19 @@ def _by_root(
     return roots
 
 
+def _pending_roots(alerts: Iterable[FiringAlert], snapshot: ClusterSnapshot) -> set[WorkloadRef]:
+    found = set()
+    for alert in alerts:
+        if alert.firing or is_pipeline(alert.labels):
+            continue
+        owner = snapshot.pod_owners.get(
+            (alert.labels.get("namespace", ""), alert.labels.get("pod", ""))
+        )
+        if owner is not None and owner.root is not None:
+            found.add(owner.root)
+    return found
+
+
 def plan(
     alerts: Sequence[FiringAlert],
     policies: Sequence[ReclaimPolicy],
@@ -344,21 +361,27 @@ def plan(
     *,
     health: Mapping[str, GroupHealth] | None = None,
     settings: PlannerSettings | None = None,
+    suppressions: Suppressions = NOT_CHECKED,
 ) -> Plan:
-    """The plan for this cycle. Only firing, non-pipeline alerts start or advance a ladder."""
+    """The plan for this cycle. Only firing, non-pipeline alerts start or advance a ladder;
+    ``suppressions`` (Alertmanager's silences) hold ladder steps, never a restore."""
     settings = settings or PlannerSettings()
     pipeline = [a for a in alerts if is_pipeline(a.labels)]
     planner = _Planner(policies, snapshot, ledger, now, health or {}, settings, pipeline)
+    planner.suppressions = suppressions
     planner.restores()
     firing = [a for a in alerts if a.firing and not is_pipeline(a.labels)]
     roots = _by_root(firing, snapshot, planner)
     for ref in sorted(roots, key=str):
         planner.workload(ref, roots[ref])
+    # A pending alert keeps its episode open: an engine that restarted without its state
+    # fires it again after `for`, and the ladder goes on where it was.
+    held = set(roots) | _pending_roots(alerts, snapshot)
     closed = tuple(
         (ref, episode)
         for ref, (episode, _started, _policy) in sorted(
             ledger.open_episodes.items(), key=lambda kv: str(kv[0])
         )
-        if episode_over(ref, snapshot, ref in roots)
+        if episode_over(ref, snapshot, ref in held)
     )
     return Plan(now, tuple(planner.actions), tuple(planner.waits), closed)

@@ -126,13 +126,14 @@ def _alert_labels(
     return LabelSet(labels)
 
 
-def _expand_sample(
+def expand_sample(
     compiled: CompiledAlertingRule,
     sample: PromSample,
     env: TemplateEnv,
     query: TemplateQuery | None,
 ) -> tuple[LabelSet, LabelSet]:
-    """The alert labels and annotations one sample gives."""
+    """The alert labels and annotations one sample gives (public: a replay over history
+    expands annotations only where a transition needs them)."""
     if compiled.static:
         return _alert_labels(compiled, sample, None), LabelSet(compiled.rule.annotations)
     ctx = TemplateContext(
@@ -162,7 +163,7 @@ def _candidates(
         if hit is not None and _same(hit[0], value) and (hit[1] is env or hit[1] == env):
             key, notes = hit[2], hit[3]
         else:
-            key, notes = _expand_sample(compiled, sample, env, query)
+            key, notes = expand_sample(compiled, sample, env, query)
         fresh[labels] = (value, env, key, notes)
         if key in out:
             return None

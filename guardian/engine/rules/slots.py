@@ -90,8 +90,9 @@ def slot_at_or_before(now: float, file: str, name: str, interval_seconds: float)
     offset = slot_offset_ns(file, name, interval_seconds)
     adjusted = round(now * _NS) - offset
     base = adjusted - adjusted % interval_ns
-    # Millisecond resolution, as Prometheus timestamps.
-    return round((base + offset) / 1_000_000) / 1000.0
+    # Milliseconds, truncated as Prometheus's timestamp.FromTime does: the time queried,
+    # written with ALERTS and sent as startsAt (which is truncated to ms as well).
+    return ((base + offset) // 1_000_000) / 1000.0
 
 
 def next_slot_after(now: float, file: str, name: str, interval_seconds: float) -> float:

@@ -179,3 +179,8 @@ def replace_all(regex: re.Pattern[str], src: str, repl: str) -> str:
         search_pos = search_pos + 1 if search_pos + 1 > end else end
     out.append(src[last_end:])
     return "".join(out)
+
+
+def expand(template: str, match: re.Match[str]) -> str:
+    """``Regexp.ExpandString`` of ``template`` for ``match`` (``$1``, ``${name}``, ``$$``)."""
+    return _expand(template, match)

@@ -92,6 +92,7 @@ _WORKLOAD_SCALE = ScaleSpec()
 BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "Namespace", "namespaces", namespaced=False, short_names=("ns",)),
     ResourceType("", "v1", "Pod", "pods", short_names=("po",), categories=("all",)),
+    ResourceType("", "v1", "ConfigMap", "configmaps", short_names=("cm",), has_status=False),
     ResourceType(
         "", "v1", "Event", "events", short_names=("ev",), has_status=False, create_on_update=True
     ),

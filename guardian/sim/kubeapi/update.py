@@ -16,7 +16,7 @@ from typing import Any
 
 from guardian.sim.kubeapi import errors
 from guardian.sim.kubeapi.resources import ResourceType
-from guardian.sim.kubeapi.validation import apply_defaults, validate
+from guardian.sim.kubeapi.validation import apply_defaults, validate, validate_update
 
 Obj = dict[str, Any]
 
@@ -114,6 +114,7 @@ def prepare_update(
         apply_defaults(rtype, new)
         if spec_of(new) != spec_of(current):
             new["metadata"]["generation"] = int(old_meta.get("generation", 1)) + 1
+    validate_update(rtype, current, new)
     validate(rtype, new)
     return new
 

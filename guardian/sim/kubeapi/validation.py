@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Mapping
 from typing import Any
 
-from guardian.sim.kubeapi.errors import invalid
+from guardian.sim.kubeapi.errors import bad_request, invalid
 from guardian.sim.kubeapi.resources import ResourceType
 
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
 _LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+_CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+")
+# core.MaxSecretSize: a ConfigMap's data and binaryData together, in bytes.
+MAX_CONFIG_MAP_BYTES = 1024 * 1024
+_IMMUTABLE = "field is immutable when `immutable` is set"
+_BAD_KEY = (
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.' "
+    "(e.g. 'key.name', or 'KEY_NAME', or 'key-name')"
+)
 
 # Kind -> dotted paths the real server requires (its 422 "Required value" errors).
 REQUIRED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
@@ -96,6 +106,64 @@ def _check_string_map(field: str, value: Any, *, labels: bool) -> list[tuple[str
     return causes
 
 
+def _config_map(obj: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """ValidateConfigMap: keys, no key in both maps, at most 1 MiB in all. A value that is
+    not a string (or not base64 in binaryData) is a 400, as the server's decoder says."""
+    data, binary = obj.get("data") or {}, obj.get("binaryData") or {}
+    causes: list[tuple[str, str]] = []
+    size = 0
+    for field, values in (("data", data), ("binaryData", binary)):
+        if not isinstance(values, Mapping):
+            raise bad_request(f"json: cannot unmarshal {field} into Go struct field ConfigMap")
+        for key, value in values.items():
+            if not isinstance(value, str):
+                raise bad_request(
+                    f"json: cannot unmarshal {type(value).__name__} into Go struct field "
+                    f"ConfigMap.{field} of type {'string' if field == 'data' else '[]uint8'}"
+                )
+            if len(key) > 253:
+                causes.append(
+                    (f"{field}[{key}]", "Invalid value: must be no more than 253 characters")
+                )
+            elif not _CONFIG_KEY.fullmatch(key):
+                causes.append((f"{field}[{key}]", f"Invalid value: {key!r}: {_BAD_KEY}"))
+            if field == "binaryData":
+                try:
+                    size += len(base64.b64decode(value, validate=True))
+                except binascii.Error:
+                    raise bad_request(
+                        f"illegal base64 data in ConfigMap.binaryData[{key}]"
+                    ) from None
+            else:
+                size += len(value.encode("utf-8"))
+    causes += [
+        (f"binaryData[{key}]", f"Invalid value: {key!r}: duplicate of key present in data")
+        for key in sorted(set(data) & set(binary))
+    ]
+    if size > MAX_CONFIG_MAP_BYTES:
+        causes.append(("", f"Too long: must have at most {MAX_CONFIG_MAP_BYTES} bytes"))
+    return causes
+
+
+def validate_update(
+    rtype: ResourceType, current: Mapping[str, Any], new: Mapping[str, Any]
+) -> None:
+    """The checks that compare with the stored object: an immutable ConfigMap stays as it is."""
+    if (rtype.group, rtype.kind) != ("", "ConfigMap") or current.get("immutable") is not True:
+        return
+    causes = []
+    if new.get("immutable") is not True:
+        causes.append(("immutable", f"Forbidden: {_IMMUTABLE}"))
+    causes += [
+        (field, f"Forbidden: {_IMMUTABLE}")
+        for field in ("data", "binaryData")
+        if (new.get(field) or {}) != (current.get(field) or {})
+    ]
+    if causes:
+        name = str((new.get("metadata") or {}).get("name") or "")
+        raise invalid(rtype.kind, rtype.group, name, causes)
+
+
 def validate(rtype: ResourceType, obj: Mapping[str, Any]) -> None:
     """Raise a 422 Invalid naming every offending field."""
     meta = obj.get("metadata") or {}
@@ -120,5 +188,7 @@ def validate(rtype: ResourceType, obj: Mapping[str, Any]) -> None:
             and (not isinstance(value, int) or isinstance(value, bool) or value < 0)
         ):
             causes.append((path, f"Invalid value: {value!r}: must be greater than or equal to 0"))
+    if (rtype.group, rtype.kind) == ("", "ConfigMap"):
+        causes += _config_map(obj)
     if causes:
         raise invalid(rtype.kind, rtype.group, name, causes)

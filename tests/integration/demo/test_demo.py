@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-OUTCOMES = 9
+OUTCOMES = 12  # the ten of the live story (the shared GPU's among them), the failover, the replay
 
 
 def _alive(pid: int) -> bool:
@@ -83,6 +83,8 @@ def test_demo_succeeds_and_leaves_nothing_running(tmp_path: Path) -> None:
     for event in (
         "first scrape",
         "GpuIdle firing: research/notebook-alice",
+        "killed the leader, replica a",
+        "took the Lease over",
         "reclaim applied on research/Deployment/notebook-alice (original replicas 1)",
         "killed the exporter of node2",
         "restore applied on research/Deployment/notebook-alice",

@@ -17,7 +17,7 @@ import yaml
 
 from guardian.engine.dcgm_config import DCGM_TARGET, GUARDIAN_TARGET
 
-from .conftest import KUSTOMIZATIONS, MANIFESTS, Build, Obj
+from .conftest import KUSTOMIZATIONS, MANIFESTS, REPO, Build, Obj
 
 # The oldest Kubernetes we support (Lease, policy/v1, autoscaling/v2 are all GA there)
 # and the newest schema kubernetes-validate ships.
@@ -189,8 +189,18 @@ def test_dcgm_overlay_replaces_our_exporter_and_rules(builds: dict[str, Build]) 
     assert "guardian_gpu_utilization_ratio" not in rule_text
     rules_cm = dcgm.configmap("gpu-guardian-rules")
     assert "DCGM_FI_DEV_FB_USED" in "".join(rules_cm["data"].values())
+    # Replaced, not merged: exactly the dcgm pack's files (the guardian pack has files the
+    # dcgm pack has no counterpart for, sharing.yaml and unallocated.yaml), and none of
+    # them reads GPU Guardian's exporter.
+    dcgm_pack = {p.name for p in (REPO / "rules" / "dcgm").glob("*.yaml")}
+    assert set(rules_cm["data"]) == dcgm_pack
+    assert not re.search(r"guardian_(gpu|pod)_", "".join(rules_cm["data"].values()))
     base_rules = builds["base"].configmap("gpu-guardian-rules")
-    assert set(rules_cm["data"]) == set(base_rules["data"])
+    assert set(base_rules["data"]) == {p.name for p in (REPO / "rules" / "guardian").glob("*.yaml")}
+    assert set(base_rules["data"]) > dcgm_pack
+    # The dcgm-exporter dashboard replaces ours in the same ConfigMap.
+    (dashboard,) = dcgm.configmap("gpu-guardian-dashboard")["data"]
+    assert dashboard == "gpu-guardian-dcgm.json"
 
 
 def test_enforce_overlay_changes_only_what_enforcing_needs(builds: dict[str, Build]) -> None:

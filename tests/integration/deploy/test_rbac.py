@@ -20,13 +20,17 @@ import pytest
 from kubernetes import client
 
 from exporter.adapters.kube_pods import PodWatcher
+from guardian.adapters.kube.episode_store import EpisodeStore
 from guardian.adapters.kube.executor import Executor
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.kube.rest import KubeRest
+from guardian.app.remediation.journal import EpisodeJournal
 from guardian.app.remediation.leader import LeaseElector
+from guardian.app.settings.remediation import SharedStateSettings
 from guardian.model.labels import LabelSet
 from guardian.model.reclaim import ActionKind, PlannedAction
-from guardian.model.remediation_events import LadderStep, WorkloadRef
+from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
+from guardian.model.shared_episode import EpisodeState
 from guardian.sim.kubeapi import FakeKubeAPI, ResourceType, ScaleSpec
 from guardian.sim.kubeapi import builders as b
 from tests.plugins.kube_fixture import LWS, ManualClock
@@ -247,7 +251,31 @@ def test_controller_rbac_is_exactly_what_the_controller_calls(
         thread.join(5)
     assert kube.get("Lease", "gpu-guardian", NS)["spec"]["holderIdentity"] == ""
 
+    # The shared episode state as the leader keeps it: read every shard, create one,
+    # replace it with a compare-and-swap.
+    journal = EpisodeJournal(EpisodeStore(rest, NS), "a")
+    journal.refresh()
+    ref = WorkloadRef("apps/v1", "Deployment", "ml", "train")
+    notify = _action(ref, LadderStep.NOTIFY)
+    journal.claim(notify, NOW, NOW)
+    journal.settle(notify, StepOutcome.APPLIED, NOW)
+    journal.end("ep1", EpisodeState.CLOSED, NOW + 60)
+    assert len(kube.objects("ConfigMap", NS)) == 1
+
     check(_accesses(kube), grants(builds["base"], "gpu-guardian-controller"))
+
+
+def test_the_role_names_every_shard_of_the_shared_state(builds: dict[str, Build]) -> None:
+    role = builds["base"].one("Role", "gpu-guardian-shared-state")
+    named = [r for r in role["rules"] if r.get("resourceNames")]
+    (rule,) = named
+    shards = EpisodeStore(KubeRest(None), NS, **_shared_state_defaults()).shard_names()
+    assert rule["resourceNames"] == shards
+
+
+def _shared_state_defaults() -> dict[str, Any]:
+    defaults = SharedStateSettings()
+    return {"prefix": defaults.config_map_prefix, "shards": defaults.shards}
 
 
 def _fields(action: PlannedAction) -> dict[str, Any]:

@@ -153,7 +153,7 @@ def run(workdir: Path) -> dict[str, Any]:
             "alerts": list(obs.alerts.values()),
             "replicas": obs.replicas,
             "reclaimed_at": obs.reclaimed_at,
-            **ledger_of(by_name[name].workdir / "state.db"),
+            **ledger_of(by_name[name].workdir / cfg.ReplicaSpec("a", 0).state_dir / "state.db"),
         }
     return results
 

@@ -161,9 +161,9 @@ def controller_config(
     config = cfg.controller_config(
         prometheus_url=query_url,
         rule_files=rules,
-        listen_port=port,
+        replica=cfg.ReplicaSpec("a", port),
         kubeconfig=cluster.workdir / "kubeconfig",
-        policy_file=policy,
+        policy_files=[policy],
         slack=cfg.SlackTarget("http://127.0.0.1:9/", "C0"),
         profile=DemoProfile(),
     )

@@ -137,7 +137,9 @@ def test_status_api_answers_what_the_local_status_does(
 
     assert guardian_main(["status", "--url", f"http://{host}:{port}", "--json"]) == 0
     remote = json.loads(capsys.readouterr().out)
-    assert guardian_main(["status", "--state", str(tmp_path / "state.db"), "--json"]) == 0
+    # The CLI with the controller's config reads the same shared episode state.
+    config = tmp_path / "guardian.yaml"
+    assert guardian_main(["status", "--config", str(config), "--json"]) == 0
     local = json.loads(capsys.readouterr().out)
     assert remote == local
     (pending,) = [p for p in remote["pending"] if p["workload"] == "ml/Deployment/idle-train"]

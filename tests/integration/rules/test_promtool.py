@@ -31,7 +31,7 @@ TESTS_DIR = RULES_DIR / "tests"
 PARITY_DIR = RULES_DIR / "parity"
 PARITY_RULES_DIR = PARITY_DIR / "rules"
 RUNBOOK_PATTERN = "https://gpu-guardian.io/runbooks/{alertname_lower}"
-GUARDIAN_CLASSES = {"reclaimable", "pipeline"}
+GUARDIAN_CLASSES = {"reclaimable", "pipeline", "violation", "coverage"}
 PROMTOOL_TIMEOUT_S = 50
 
 

@@ -1,4 +1,9 @@
-"""The Grafana dashboard's queries, and the metric names our code exports."""
+"""The Grafana dashboards' queries, and the metric names our code (or dcgm-exporter) exports.
+
+Two dashboards ship: ``gpu-guardian.json`` for GPU Guardian's exporter (manifests/grafana,
+in the base) and ``gpu-guardian-dcgm.json``, the same views from dcgm-exporter's metrics,
+which the dcgm-exporter overlay puts in the dashboard ConfigMap instead.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +16,36 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[3]
 DASHBOARD = REPO / "manifests" / "grafana" / "gpu-guardian.json"
+DCGM_DASHBOARD = REPO / "manifests" / "grafana" / "gpu-guardian-dcgm.json"
+DASHBOARDS = (DASHBOARD, DCGM_DASHBOARD)
 # Where metrics are defined: the exporter's renderer and collectors, the controller's
 # engine, remediation and notifier metrics.
 METRIC_SOURCES = ("exporter", "guardian/app", "guardian/adapters")
 # Series Prometheus itself makes, which the dashboard may use.
 PROMETHEUS_SERIES = frozenset({"ALERTS", "ALERTS_FOR_STATE", "up"})
+# dcgm-exporter's default counters (etc/default-counters.csv): what the dcgm variant may use.
+DCGM_SERIES = frozenset(
+    {
+        "DCGM_FI_DEV_SM_CLOCK",
+        "DCGM_FI_DEV_MEM_CLOCK",
+        "DCGM_FI_DEV_GPU_TEMP",
+        "DCGM_FI_DEV_MEMORY_TEMP",
+        "DCGM_FI_DEV_POWER_USAGE",
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+        "DCGM_FI_DEV_GPU_UTIL",
+        "DCGM_FI_DEV_MEM_COPY_UTIL",
+        "DCGM_FI_DEV_ENC_UTIL",
+        "DCGM_FI_DEV_DEC_UTIL",
+        "DCGM_FI_DEV_XID_ERRORS",
+        "DCGM_FI_DEV_FB_FREE",
+        "DCGM_FI_DEV_FB_USED",
+        "DCGM_FI_DEV_FB_RESERVED",
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        "DCGM_FI_PROF_DRAM_ACTIVE",
+    }
+)
 # What prometheus_client appends to a family's name.
 SUFFIXES = ("", "_total", "_created", "_bucket", "_sum", "_count", "_info")
 
@@ -51,8 +81,8 @@ _KEYWORDS = frozenset(
 )
 
 
-def dashboard() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+def dashboard(path: Path = DASHBOARD) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return data
 
 

@@ -1,13 +1,20 @@
-"""The Grafana dashboard: well-formed, wired to a Prometheus variable, and every query
-names only metrics that our exporter and controller export (or Prometheus makes)."""
+"""The Grafana dashboards: well-formed, wired to a Prometheus variable, and every query
+names only metrics that our exporter and controller export (or Prometheus makes); the
+dcgm-exporter variant reads dcgm-exporter's default counters instead of our exporter's."""
 
 from __future__ import annotations
+
+import re
+from pathlib import Path
 
 import pytest
 import yaml
 
 from .dashboard import (
     DASHBOARD,
+    DASHBOARDS,
+    DCGM_DASHBOARD,
+    DCGM_SERIES,
     PROMETHEUS_SERIES,
     REPO,
     dashboard,
@@ -18,9 +25,10 @@ from .dashboard import (
 )
 
 
-def test_dashboard_is_well_formed() -> None:
-    data = dashboard()
-    assert data["uid"] == "gpu-guardian"
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_dashboard_is_well_formed(path: Path) -> None:
+    data = dashboard(path)
+    assert data["uid"] == path.stem
     assert data["title"]
     assert isinstance(data["schemaVersion"], int)
     ids = [p["id"] for p in panels(data)]
@@ -42,8 +50,9 @@ def test_dashboard_is_well_formed() -> None:
         assert grid["x"] + grid["w"] <= 24, panel["title"]
 
 
-def test_dashboard_covers_what_the_issue_asks_for() -> None:
-    data = dashboard()
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_dashboard_covers_what_the_issue_asks_for(path: Path) -> None:
+    data = dashboard(path)
     exprs = " ".join(e for _, e in queries(data))
     titles = " ".join(p["title"] for p in panels(data)).lower()
     for needed in ("utilization by gpu_group", "memory used by gpu_group", "allocated vs used"):
@@ -52,18 +61,32 @@ def test_dashboard_covers_what_the_issue_asks_for() -> None:
     assert "$price_per_gpu_hour" in exprs  # the chargeback cost
     assert "guardian_class" in exprs  # active alerts of our rule packs
     assert "guardian_remediation_steps_total" in exprs  # reclaim actions
+    classes = {v["name"]: v for v in data["templating"]["list"]}["guardian_class"]["query"]
+    assert set(classes.split(",")) == {"reclaimable", "pipeline", "violation", "coverage"}
+    if path == DCGM_DASHBOARD:
+        # Our exporter's metrics are absent in dcgm-exporter mode; the controller's stay.
+        assert not re.search(r"guardian_(gpu|pod|exporter)_", exprs)
+        assert 'up{cluster=~"$cluster", job=~".*dcgm-exporter.*"}' in exprs
+        assert "GPUs in use without a pod" in {p["title"] for p in panels(data)}
+        return
     for health in ("guardian_exporter_nvml_up", "guardian_exporter_kube_up"):
         assert health in exprs
     assert "guardian_exporter_last_success_timestamp_seconds" in exprs
+    assert "guardian_pod_gpu_unallocated_use" in exprs  # the unallocated-use panel
 
 
-def test_every_query_names_only_metrics_we_export() -> None:
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_every_query_names_only_metrics_we_export(path: Path) -> None:
     exported = exported_metrics()
     assert "guardian_gpu_utilization_ratio" in exported  # the scan finds the renderer's table
     assert "guardian_remediation_steps_total" in exported  # ... and prometheus_client metrics
+    if path == DCGM_DASHBOARD:  # dcgm-exporter replaces our exporter, the controller stays
+        exported = {n for n in exported if not n.startswith("guardian_exporter")}
+        exported = {n for n in exported if not n.startswith(("guardian_gpu_", "guardian_pod_"))}
+        exported |= DCGM_SERIES
     unknown = {
         (title, name)
-        for title, expr in queries(dashboard())
+        for title, expr in queries(dashboard(path))
         for name in metric_names(expr)
         if name not in exported and name not in PROMETHEUS_SERIES
     }
@@ -91,3 +114,19 @@ def test_dashboard_ships_as_a_sidecar_configmap() -> None:
     assert generator["options"]["labels"] == {"grafana_dashboard": "1"}
     base = yaml.safe_load((REPO / "manifests" / "base" / "kustomization.yaml").read_text())
     assert "../grafana" in base["resources"]
+
+
+def test_the_dcgm_overlay_ships_the_dcgm_dashboard_in_place_of_ours() -> None:
+    overlay = REPO / "manifests" / "overlays" / "dcgm-exporter"
+    kustomization = yaml.safe_load((overlay / "kustomization.yaml").read_text())
+    (generator,) = [
+        g for g in kustomization["configMapGenerator"] if g["name"] == "gpu-guardian-dashboard"
+    ]
+    assert generator["behavior"] == "replace"
+    assert generator["files"] == [f"grafana/{DCGM_DASHBOARD.name}"]
+    # generate.py keeps the overlay's copy identical (kustomize reads only below it).
+    copy = overlay / "grafana" / DCGM_DASHBOARD.name
+    assert copy.read_text(encoding="utf-8") == DCGM_DASHBOARD.read_text(encoding="utf-8")
+    # The same labels, so the Grafana sidecar loads it the same way.
+    ours = yaml.safe_load((DASHBOARD.parent / "kustomization.yaml").read_text())
+    assert generator["options"] == ours["configMapGenerator"][0]["options"]

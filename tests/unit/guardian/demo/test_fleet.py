@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import time
 
+from exporter.adapters.kube_pods import container_names
 from exporter.sim.scenario import parse_scenario
 from guardian.demo.cluster import DemoCluster, deployment_state
 from guardian.demo.fleet import (
+    CHAT,
     GROUP_LABEL,
     NODES,
     NOTEBOOK,
+    SHARED_NOTEBOOK,
+    TIME_SLICED_NODE,
     TRAINING,
     UNLABELLED,
     WORKLOADS,
+    device_id,
     gpu_uuid,
     scenario_yaml,
 )
@@ -47,6 +52,17 @@ def test_scenario_processes_belong_to_seeded_pods() -> None:
                 assert proc.gpu in {gpu_uuid(node, i) for i in range(4)}
 
 
+def test_each_process_container_is_named_by_its_pod_status() -> None:
+    """The exporter names a process's container from the pod's containerStatuses."""
+    with FakeKubeAPI.start() as kube:
+        _cluster(kube)
+        pods = {p["metadata"]["uid"]: p for p in kube.objects("Pod")}
+        for node in NODES:
+            for proc in parse_scenario(scenario_yaml(node), f"{node}.yaml").processes:
+                names = container_names(pods[proc.pod_uid or ""]["status"])
+                assert names == {proc.container_id: "main"}
+
+
 def test_the_notebook_holds_a_gpu_without_a_process() -> None:
     scenario = parse_scenario(scenario_yaml("node1"), "node1.yaml")
     notebook_gpu = gpu_uuid("node1", NOTEBOOK.placements[0].gpu)
@@ -62,11 +78,16 @@ def test_kubelets_report_every_pod_on_its_gpu() -> None:
             for d in k.devices
         }
         expected = {
-            (w.namespace, p.pod, (gpu_uuid(p.node, p.gpu),))
-            for w in WORKLOADS
-            for p in w.placements
+            (w.namespace, p.pod, (device_id(p.node, p),)) for w in WORKLOADS for p in w.placements
         }
         assert reported == expected
+        # The time-sliced GPU: two pods, each with its own replica of the same GPU.
+        shared = {
+            d.device_ids  # type: ignore[attr-defined]
+            for d in kubelets[TIME_SLICED_NODE].devices
+        }
+        uuid = gpu_uuid(TIME_SLICED_NODE, 0)
+        assert shared == {(f"{uuid}::0",), (f"{uuid}::1",)}
 
 
 def test_pods_carry_owners_and_the_group_label_except_the_unlabelled_one() -> None:
@@ -120,3 +141,13 @@ def test_seeded_objects_are_older_than_the_policy_warmup() -> None:
             "creationTimestamp"
         ]
         assert created < time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600))
+
+
+def test_the_time_sliced_gpu_has_a_busy_and_an_idle_process() -> None:
+    scenario = parse_scenario(scenario_yaml(TIME_SLICED_NODE), "node3.yaml")
+    on_gpu0 = [p for p in scenario.processes if p.gpu == gpu_uuid(TIME_SLICED_NODE, 0)]
+    by_pod = {p.pod_uid: p.sm_at(60) for p in on_gpu0}
+    assert by_pod == {
+        CHAT.pod_uid(CHAT.placements[0].pod): 75,
+        SHARED_NOTEBOOK.pod_uid(SHARED_NOTEBOOK.placements[0].pod): 0,
+    }

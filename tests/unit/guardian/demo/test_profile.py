@@ -104,6 +104,16 @@ def test_seconds_thresholds_scale_with_a_floor() -> None:
     assert ") > 30\n" in str(rules["GpuExporterStale/"]["expr"])
 
 
+def test_the_share_rules_last_active_window_scales_and_its_no_process_rule_has_none() -> None:
+    source = ROOT / "rules/guardian/sharing.yaml"
+    rules = _rules(compress_rule_file(source.read_text(), str(source), P60))
+    idle = str(rules["GpuShareIdle/"]["expr"])
+    assert ") < 30\n" in idle  # 1800 s / 60
+    assert "< 1800" not in idle
+    assert "1800" not in str(rules["GpuShareIdle/no_process"]["expr"])
+    assert rules["GpuShareIdle/"]["annotations"]["idle_window"] == "30s"
+
+
 def test_a_missing_seconds_threshold_is_an_error() -> None:
     text = "groups:\n- name: g\n  rules:\n  - alert: GpuExporterStale\n    expr: x > 300\n"
     with pytest.raises(ConfigError, match="expects '> 120'"):

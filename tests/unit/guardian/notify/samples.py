@@ -44,6 +44,43 @@ def firing(now: float = T0 + 3600) -> Finding:
     return new_finding(LABELS, ANNOTATIONS, 0.012, T0, now, RULES, CONTEXT)
 
 
+SHARE_LABELS = LabelSet(
+    {
+        **LABELS,
+        "alertname": "GpuShareIdle",
+        "pod": "notebook-bob-5d8f-0",
+        "model": "NVIDIA A100-SXM4-80GB",
+    }
+)
+SHARE_ANNOTATIONS = LabelSet(
+    {
+        "summary": "A pod's share of a shared GPU has been idle for the whole idle window.",
+        "runbook_url": "https://gpu-guardian.io/runbooks/gpushareidle",
+        "share": "0.25",
+        "idle_window": "30m",
+    }
+)
+MEMORY_LABELS = LabelSet({**LABELS, "alertname": "GpuMemoryUnderutilized", "severity": "info"})
+MEMORY_ANNOTATIONS = LabelSet(
+    {
+        "summary": "An allocated GPU has used little of its memory for the whole window.",
+        "runbook_url": "https://gpu-guardian.io/runbooks/gpumemoryunderutilized",
+        "advice": "MIG 2g.20gb or a 1/4 time-slice share would have held its peaks "
+        "(10% of the memory, 25% SM use).",
+    }
+)
+
+
+def shared() -> Finding:
+    """A pod idle on its quarter of a time-sliced GPU."""
+    return new_finding(SHARE_LABELS, SHARE_ANNOTATIONS, 0.25, T0, T0 + 3600, RULES, CONTEXT)
+
+
+def underused_memory() -> Finding:
+    """A memory alert with right-sizing advice (value: the peak memory ratio)."""
+    return new_finding(MEMORY_LABELS, MEMORY_ANNOTATIONS, 0.1, T0, T0 + 3600, RULES, CONTEXT)
+
+
 def grace() -> Finding:
     return firing().with_changes(
         phase=Phase.GRACE,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,15 @@ from guardian.engine.notify.lifecycle import summarise
 from guardian.model.notifications import HistoryEntry, Phase
 from guardian.model.remediation_events import LadderStep
 from guardian.sim.slackapi.content_limits import parse_content
-from tests.unit.guardian.notify.samples import RULES, T0, firing, grace, reclaimed
+from tests.unit.guardian.notify.samples import (
+    RULES,
+    T0,
+    firing,
+    grace,
+    reclaimed,
+    shared,
+    underused_memory,
+)
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 NOW = T0 + 3600
@@ -132,6 +141,49 @@ def test_fields_and_fallback_text() -> None:
         "[FIRING] warning GpuIdle: ml-research/Deployment train-llm on gpu-node-12 - "
         "An allocated GPU has been idle for the whole idle window. <@U0ALICE> <!here>"
     )
+
+
+def _fields_of(payload: SlackPayload) -> dict[str, str]:
+    [block] = [b for b in payload.blocks if b["type"] == "section" and "fields" in b]
+    return {f["text"].split("\n")[0]: f["text"].split("\n")[1] for f in block["fields"]}
+
+
+def test_a_share_shows_the_share_and_costs_the_share() -> None:
+    payload = render_parent(shared(), NOW)
+    _check_snapshot("parent_share", payload)
+    fields = _fields_of(payload)
+    assert fields["*GPU share*"] == "25.0% of the GPU"
+    # A quarter of the A100's $4.10/h, idle since the 30m window before it fired.
+    assert fields["*Cost*"] == "$1.02/h · $1.54 wasted so far"
+    assert "*Peak utilization*" not in fields  # the value is the share, not a utilization
+
+
+def test_right_sizing_advice_is_its_own_section() -> None:
+    payload = render_parent(underused_memory(), NOW)
+    _check_snapshot("parent_advice", payload)
+    advice = [b["text"]["text"] for b in payload.blocks if b["type"] == "section" and "text" in b]
+    assert (
+        "*Right-sizing:* MIG 2g.20gb or a 1/4 time-slice share would have held its peaks "
+        "(10% of the memory, 25% SM use)." in advice
+    )
+    assert "Right-sizing" not in json.dumps(render_parent(firing(), NOW).blocks)
+
+
+def test_more_than_ten_fields_keep_the_cost() -> None:
+    f = shared().with_changes(evidence=replace(shared().evidence, peak_utilization=0.01))
+    f = f.with_changes(
+        evidence=replace(f.evidence, memory_used_bytes=2.0**30, memory_total_bytes=80 * 2.0**30)
+    )
+    names = list(_fields_of(render_parent(f, NOW)))
+    assert len(names) == 10
+    assert names[-1] == "*Cost*"
+    assert "*Idle for*" not in names
+
+
+def test_group_lines_show_the_share() -> None:
+    findings = [shared().with_changes(episode=f"s{i}", pod=f"nb-{i}") for i in range(2)]
+    group = render_group(summarise("g", "GpuShareIdle", "ml-research", findings, NOW), NOW)
+    assert "`nb-0` · firing · gpu-node-12 · 25.0% of the GPU" in group.blocks[2]["text"]["text"]
 
 
 def _long(n: int) -> str:

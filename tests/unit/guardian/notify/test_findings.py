@@ -127,6 +127,30 @@ def test_memory_rule_value_is_the_peak_memory_ratio_and_annotations_override_win
     assert other.cost is None
 
 
+def test_a_share_of_a_gpu_costs_that_share_and_advice_is_kept() -> None:
+    labels = LabelSet({**LABELS, "alertname": "GpuShareIdle"})
+    notes = LabelSet(
+        {"share": "0.25", "idle_window": "30m", "advice": "  MIG 1g.10gb would have held it.  "}
+    )
+    f = new_finding(labels, notes, 0.25, T0, T0 + 3600, RULES, CONTEXT)
+    assert f.evidence.share == 0.25
+    assert f.advice == "MIG 1g.10gb would have held it."
+    assert f.cost is not None
+    assert f.cost.per_hour == pytest.approx(4.1 * 0.25)
+    # idle since the window before active_at: 1h30m of a quarter GPU
+    assert f.cost.waste_so_far == pytest.approx(4.1 * 0.25 * 1.5)
+    whole = new_finding(LABELS, ANNOTATIONS, 0.0, T0, T0 + 3600, RULES, CONTEXT)
+    assert (whole.evidence.share, whole.advice) == (None, None)
+
+
+@pytest.mark.parametrize("text", ["0", "-0.5", "1.5", "nan", "inf", "half", ""])
+def test_a_share_outside_0_to_1_is_ignored(text: str) -> None:
+    f = new_finding(LABELS, LabelSet({"share": text}), 0.0, T0, T0 + 3600, RULES, None)
+    assert f.evidence.share is None
+    assert f.cost is not None
+    assert f.cost.per_hour == 4.1
+
+
 def test_namespace_mention_applies_when_the_workload_has_none() -> None:
     ctx = OwnerContext(namespace_annotations=LabelSet({"gpu-guardian.io/slack-mention": "S0TEAM"}))
     assert ctx.mention == "S0TEAM"
@@ -219,6 +243,17 @@ def test_finding_round_trips_through_json() -> None:
         f, _e(LadderStep.RECLAIM, T0 + 1, restore_command="x"), RULES
     ) or pytest.fail("no change")
     assert finding_from_dict(finding_to_dict(r)) == r
+
+
+def test_share_and_advice_round_trip_and_rows_written_before_them_still_load() -> None:
+    notes = LabelSet({**ANNOTATIONS, "share": "0.5", "advice": "A 1/2 time-slice share."})
+    f = new_finding(LABELS, notes, 0.0, T0, T0 + 3600, RULES, CONTEXT)
+    assert finding_from_dict(finding_to_dict(f)) == f
+    old_row = finding_to_dict(f)
+    del old_row["advice"]
+    del old_row["evidence"]["share"]
+    back = finding_from_dict(old_row)
+    assert (back.evidence.share, back.advice) == (None, None)
 
 
 def test_routes_policy_then_namespace_then_gpu_group_then_default() -> None:

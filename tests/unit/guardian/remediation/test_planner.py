@@ -75,6 +75,35 @@ CASES = [
     Case("no policy matches", "wait:no policy matches", policies=[]),
     Case("alert names must match", "wait:no policy", policies=[enforce(alerts={"names": ["X"]})]),
     Case("pending alert starts nothing", "none", alerts=[alert(firing=False)]),
+    # GPU use without a request is a policy violation, not waste: guardian_class
+    # "violation", which the default matchLabels (guardian_class: reclaimable) never
+    # matches, not even for a policy that names the alert.
+    Case(
+        "unallocated use: a default policy never acts on it",
+        "wait:no policy matches",
+        alerts=[alert(name="GpuUnallocatedUse", cls="violation")],
+    ),
+    Case(
+        "unallocated use: naming it is not enough without its class",
+        "wait:no policy matches",
+        policies=[enforce(alerts={"names": ["GpuUnallocatedUse"]})],
+        alerts=[alert(name="GpuUnallocatedUse", cls="violation")],
+    ),
+    Case(
+        "a device that cannot be judged (coverage) is never acted on",
+        "wait:no policy matches",
+        alerts=[alert(name="GpuActivityUnknown", cls="coverage")],
+    ),
+    Case(
+        "a coverage alert on the node does not hold the ladder there, unlike a pipeline alert",
+        "notify",
+        alerts=[alert(), alert(name="GpuActivityUnknown", cls="coverage", pod="mig-0")],
+    ),
+    Case(
+        "an idle share of a shared GPU is reclaimable",
+        "notify",
+        alerts=[alert(name="GpuShareIdle")],
+    ),
     Case("first step notifies", "notify"),
     Case(
         "observe mode is a dry run",

@@ -1,0 +1,1 @@
+"""Reading long stretches of history from Prometheus or Thanos: chunks, splits, progress."""

@@ -1,0 +1,143 @@
+"""The report as a terminal table, CSV (one row per day and key) and JSON."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+from typing import Any
+
+from guardian.app.report.gpu_hours import ReportResult
+from guardian.engine.report.chargeback import Summary, summarize, total
+from guardian.model.times import rfc3339
+from guardian_common.durations import format_duration
+
+CSV_FIELDS = (
+    "day",
+    "cluster",
+    "gpu_group",
+    "namespace",
+    "workload",
+    "model",
+    "allocated_gpu_hours",
+    "used_gpu_hours",
+    "idle_gpu_hours",
+    "cost",
+    "idle_cost",
+    "currency",
+)
+
+
+def money(amount: float | None, currency: str) -> str:
+    return "n/a" if amount is None else f"{currency}{amount:,.2f}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = [
+        "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in [header, *rows]
+    ]
+    return [line.rstrip() for line in lines]
+
+
+def header_line(result: ReportResult) -> str:
+    return (
+        f"GPU usage {rfc3339(result.since)} to {rfc3339(result.until)} "
+        f"({result.metrics} metrics, a point every {format_duration(result.resolution)}, "
+        f"idle under {result.floor:.0%} utilization)"
+    )
+
+
+def render_table(result: ReportResult, by: str) -> str:
+    cur = result.currency
+    summaries = summarize(result.rows, by, result.days)
+    everything = total(result.rows, result.days)
+
+    def row(s: Summary) -> list[str]:
+        return [
+            s.key,
+            f"{s.allocated:.1f}",
+            f"{s.used:.1f}",
+            f"{s.idle:.1f}",
+            _pct(s.utilization),
+            money(s.cost, cur),
+            money(s.idle_cost, cur),
+        ]
+
+    lines = [header_line(result), ""]
+    head = [by.upper(), "ALLOCATED GPU-h", "USED GPU-h", "IDLE GPU-h", "UTIL", "COST", "IDLE COST"]
+    lines += _table(head, [row(s) for s in summaries] + [row(everything)])
+    lines += ["", "per day (all keys):"]
+    daily = [
+        [
+            day,
+            f"{v['allocated'] or 0.0:.1f}",
+            f"{v['idle'] or 0.0:.1f}",
+            money(v["cost"], cur),
+            money(v["idle_cost"], cur),
+        ]
+        for day, v in everything.daily.items()
+    ]
+    lines += _table(["DAY", "ALLOCATED GPU-h", "IDLE GPU-h", "COST", "IDLE COST"], daily)
+    return "\n".join(lines) + "\n"
+
+
+def render_csv(result: ReportResult) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_FIELDS)
+    for r in result.rows:
+        writer.writerow(
+            [
+                r.day,
+                r.cluster,
+                r.gpu_group,
+                r.namespace,
+                r.workload,
+                r.model,
+                f"{r.allocated:.6f}",
+                f"{r.used:.6f}",
+                f"{r.idle:.6f}",
+                "" if r.cost is None else f"{r.cost:.6f}",
+                "" if r.idle_cost is None else f"{r.idle_cost:.6f}",
+                result.currency,
+            ]
+        )
+    return out.getvalue()
+
+
+def _summary_json(s: Summary) -> dict[str, Any]:
+    return {
+        "key": s.key,
+        "allocated_gpu_hours": s.allocated,
+        "used_gpu_hours": s.used,
+        "idle_gpu_hours": s.idle,
+        "utilization": s.utilization,
+        "cost": s.cost,
+        "idle_cost": s.idle_cost,
+        "daily": [{"day": day, **values} for day, values in s.daily.items()],
+    }
+
+
+def render_json(result: ReportResult, by: str) -> dict[str, Any]:
+    return {
+        "since": rfc3339(result.since),
+        "until": rfc3339(result.until),
+        "metrics": result.metrics,
+        "resolution_seconds": result.resolution,
+        "idle_floor": result.floor,
+        "currency": result.currency,
+        "by": by,
+        "days": result.days,
+        "total": _summary_json(total(result.rows, result.days)),
+        "groups": [_summary_json(s) for s in summarize(result.rows, by, result.days)],
+        "rows": [dataclasses.asdict(r) for r in result.rows],
+    }

@@ -1,0 +1,1 @@
+"""``guardian simulate``: the rule pack and the policies replayed over history."""

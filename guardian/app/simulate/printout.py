@@ -1,0 +1,157 @@
+"""The simulation's answer as text for a terminal, and as JSON for scripts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from guardian.app.simulate.simulation import SimulationResult
+from guardian.engine.simulate.reclaim_outcomes import HoldSpan, ReclaimOutcome
+from guardian.model.remediation_events import LadderStep
+from guardian.model.times import rfc3339
+from guardian_common.durations import format_duration
+
+
+def _money(amount: float | None, currency: str) -> str:
+    return "n/a (no price)" if amount is None else f"{currency}{amount:,.2f}"
+
+
+def _total_cost(result: SimulationResult) -> float | None:
+    costs = [r.freed.cost for r in result.reclaims]
+    return None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+
+
+def _hold_line(span: HoldSpan) -> str:
+    where = str(span.workload) if span.workload else f"cluster {span.cluster or '(unnamed)'}"
+    return (
+        f"  {rfc3339(span.start)} to {rfc3339(span.end)} ({span.cycles} cycles) "
+        f"{where}: {span.reason}"
+    )
+
+
+def _reclaim_line(r: ReclaimOutcome, currency: str, horizon: float) -> str:
+    s = r.step
+    back = (
+        f"busy again at {rfc3339(r.restored_at)}"
+        + (f" (within {format_duration(horizon)}: REGRET)" if r.regret else "")
+        if r.restored_at is not None
+        else "not busy again in the range"
+    )
+    return (
+        f"  {rfc3339(s.at)} {s.workload} (policy {s.policy}, {s.alert_labels.get('alertname')}): "
+        f"frees {r.freed.gpu_hours:.1f} GPU-hours, {_money(r.freed.cost, currency)}; {back}\n"
+        f"      {s.reason}"
+    )
+
+
+def render_text(result: SimulationResult) -> str:
+    span = result.span
+    lines = [
+        (
+            f"simulated {rfc3339(span.start)} to {rfc3339(span.end)}: {result.groups} groups, "
+            f"{result.rules} rules, {result.queries} queries, {result.elapsed:.1f}s"
+        ),
+        f"metrics: {result.metrics}; {result.workloads_source}",
+    ]
+    if result.instant_rules:
+        lines.append(
+            "evaluated with one instant query per step (@ start()/end()): "
+            + ", ".join(result.instant_rules)
+        )
+    modes = ", ".join(
+        f"{name} ({mode} in {src or 'its file'})" for name, mode, src in result.policies
+    )
+    lines.append(f"policies, all replayed as enforcing: {modes or '(none)'}")
+    fired = ", ".join(f"{name} x{n}" for name, n in sorted(result.fired.items()))
+    lines.append(f"alerts fired: {fired or 'none'}")
+    lines.append("")
+    lines.append(f"would-be notifications: {len(result.notifications)}")
+    lines.extend(
+        f"  {rfc3339(s.at)} {s.workload} (policy {s.policy}): {s.reason}"
+        for s in result.notifications
+    )
+    lines.append(f"would-be reclaims: {len(result.reclaims)}")
+    lines.extend(_reclaim_line(r, result.currency, result.horizon) for r in result.reclaims)
+    regret = sum(1 for r in result.reclaims if r.regret)
+    hours = sum(r.freed.gpu_hours for r in result.reclaims)
+    lines += [
+        "",
+        f"freed: {hours:.1f} GPU-hours, {_money(_total_cost(result), result.currency)}",
+        (
+            f"regret: {regret} of {len(result.reclaims)} reclaims busy again within "
+            f"{format_duration(result.horizon)}"
+        ),
+        f"pipeline health held every action: {len(result.global_holds)} times",
+    ]
+    lines.extend(_hold_line(s) for s in result.global_holds)
+    lines.append(f"pipeline health held a workload's ladder: {len(result.holds)} times")
+    lines.extend(_hold_line(s) for s in result.holds)
+    lines.append(f"other guards said no: {len(result.refusals)} times")
+    lines.extend(_hold_line(s) for s in result.refusals)
+    return "\n".join(lines) + "\n"
+
+
+def _step_json(s: Any) -> dict[str, Any]:
+    return {
+        "at": rfc3339(s.at),
+        "workload": str(s.workload),
+        "step": s.step.value,
+        "policy": s.policy,
+        "episode": s.episode,
+        "alert": dict(s.alert_labels),
+        "reason": s.reason,
+    }
+
+
+def _hold_json(span: HoldSpan) -> dict[str, Any]:
+    return {
+        "start": rfc3339(span.start),
+        "end": rfc3339(span.end),
+        "cycles": span.cycles,
+        "workload": str(span.workload) if span.workload else None,
+        "cluster": span.cluster,
+        "reason": span.reason,
+    }
+
+
+def render_json(result: SimulationResult) -> dict[str, Any]:
+    return {
+        "since": rfc3339(result.span.start),
+        "until": rfc3339(result.span.end),
+        "metrics": result.metrics,
+        "workloads_source": result.workloads_source,
+        "instant_rules": list(result.instant_rules),
+        "queries": result.queries,
+        "policies": [
+            {"name": n, "mode_in_file": m, "source": src} for n, m, src in result.policies
+        ],
+        "alerts_fired": dict(result.fired),
+        "steps": [_step_json(s) for s in result.steps],
+        "notifications": [_step_json(s) for s in result.notifications],
+        "reclaims": [
+            {
+                **_step_json(r.step),
+                "busy_again_at": rfc3339(r.restored_at) if r.restored_at is not None else None,
+                "regret": r.regret,
+                "freed_gpu_hours": round(r.freed.gpu_hours, 6),
+                "freed_gpu_hours_by_model": {k: round(v, 6) for k, v in r.freed.by_model.items()},
+                "cost": None if r.freed.cost is None else round(r.freed.cost, 6),
+            }
+            for r in result.reclaims
+        ],
+        "totals": {
+            "notifications": len(result.notifications),
+            "reclaims": len(result.reclaims),
+            "regret": sum(1 for r in result.reclaims if r.regret),
+            "freed_gpu_hours": round(sum(r.freed.gpu_hours for r in result.reclaims), 6),
+            "cost": _total_cost(result),
+            "currency": result.currency,
+            "horizon_seconds": result.horizon,
+        },
+        "held_everything": [_hold_json(s) for s in result.global_holds],
+        "held_workloads": [_hold_json(s) for s in result.holds],
+        "refused": [_hold_json(s) for s in result.refusals],
+        "restores": [{"at": rfc3339(at), "workload": ref} for at, ref in result.restores],
+        "steps_by_kind": {
+            step.value: sum(1 for s in result.steps if s.step is step) for step in LadderStep
+        },
+    }

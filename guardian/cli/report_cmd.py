@@ -1,0 +1,96 @@
+"""``guardian report``: allocated, used and idle GPU-hours and their cost, per day."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from guardian.adapters.prometheus import PrometheusQuerier
+from guardian.app.report.formats import render_csv, render_json, render_table
+from guardian.app.report.gpu_hours import ReportOptions, UsageReport
+from guardian.app.report.html import render_html
+from guardian.app.rules.build import prometheus_access
+from guardian.app.settings.config_file import load_settings
+from guardian.cli._common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, SubParsers
+from guardian.cli._history import add_range_arguments, duration, make_progress, parse_range
+from guardian.engine.report.chargeback import DIMENSIONS
+from guardian_common.errors import ConfigError, GuardianError
+
+
+def register(subparsers: SubParsers) -> None:
+    text = "allocated, used and idle GPU-hours and cost per group, namespace, workload, model"
+    p = subparsers.add_parser("report", help=text, description=text)
+    add_range_arguments(p, since="30d")
+    p.add_argument(
+        "--by", choices=DIMENSIONS, default="gpu_group", help="summarize by (default gpu_group)"
+    )
+    p.add_argument(
+        "--format", choices=("table", "csv", "json", "html"), default="table", help="default table"
+    )
+    p.add_argument("--output", "-o", help="write to this file (required for html; default stdout)")
+    p.add_argument(
+        "--resolution",
+        default="5m",
+        help="time between the points summed; divides a day (default 5m)",
+    )
+    p.add_argument(
+        "--idle-floor",
+        type=float,
+        default=0.05,
+        help="utilization (0-1) under which an allocated GPU is idle (default 0.05)",
+    )
+    p.add_argument("--metrics", choices=("auto", "guardian", "dcgm"), default="auto")
+    p.set_defaults(handler=run_report)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    if not args.config:
+        print("guardian report: --config is required (or set GUARDIAN_CONFIG)", file=sys.stderr)
+        return EXIT_USAGE
+    if args.format == "html" and not args.output:
+        print("guardian report: --format html needs --output FILE", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        span = parse_range(args, time.time())
+        options = ReportOptions(
+            since=span.since,
+            until=span.until,
+            resolution=duration(args.resolution, "--resolution"),
+            floor=args.idle_floor,
+            chunk_seconds=span.chunk,
+            metrics=args.metrics,
+        )
+        settings = load_settings(args.config, os.environ)
+    except ValueError as exc:
+        print(f"guardian report: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ConfigError as exc:
+        print(f"guardian report: invalid configuration:\n{exc}", file=sys.stderr)
+        return EXIT_USAGE
+    querier = PrometheusQuerier(prometheus_access(settings))
+    progress = make_progress(args.progress, "report")
+    try:
+        result = UsageReport(settings, options, querier, progress=progress).run()
+    except GuardianError as exc:
+        print(f"guardian report: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    finally:
+        querier.close()
+    if args.format == "table":
+        text = render_table(result, args.by)
+    elif args.format == "csv":
+        text = render_csv(result)
+    elif args.format == "json":
+        text = json.dumps(render_json(result, args.by), indent=2) + "\n"
+    else:
+        text = render_html(result, args.by)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"guardian report: wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK

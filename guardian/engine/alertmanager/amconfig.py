@@ -1,0 +1,192 @@
+"""``guardian alertmanager-config``: an Alertmanager configuration for the rule packs'
+alerts, as a plain config (``amtool check-config`` accepts it) or as a prometheus-operator
+``AlertmanagerConfig`` (monitoring.coreos.com/v1alpha1).
+
+- **Route**: one branch per ``guardian_class`` (``reclaimable``: waste alerts,
+  ``pipeline``: the metrics pipeline's health, ``violation``: GPU use without a request,
+  ``coverage``: devices whose idleness cannot be judged), and under it one per
+  ``severity``, each to its own receiver (empty receivers, named
+  ``<prefix>-<class>-<severity>``, to fill in).
+- **Inhibition**: a pipeline alert about a node inhibits the alerts read from that node's
+  exporter data, waste, violation and coverage alike (``equal: [cluster, node]``); one that
+  names no node inhibits them in its whole cluster (``equal: [cluster]``); one that names
+  no cluster either, all of them. For waste alerts that is the same hold the remediation
+  planner applies (``guards.pipeline_reason``); a frozen exporter would also keep a
+  violation or coverage alert going.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from guardian.model.rules import AlertingRule
+
+CLASS_LABEL = "guardian_class"
+SEVERITY_LABEL = "severity"
+PIPELINE = "pipeline"
+WASTE = "reclaimable"
+# The classes whose alerts come from the exporters' data: a pipeline alert inhibits them.
+INHIBITED = (WASTE, "violation", "coverage")
+
+
+@dataclass(frozen=True)
+class AmConfigOptions:
+    receiver_prefix: str = "gpu-guardian"
+    group_by: tuple[str, ...] = ("alertname", "cluster", CLASS_LABEL, SEVERITY_LABEL)
+
+
+@dataclass(frozen=True)
+class Matcher:
+    name: str
+    op: str
+    value: str
+
+    def text(self) -> str:
+        escaped = self.value.replace("\\", "\\\\").replace('"', '\\"')
+        return f'{self.name}{self.op}"{escaped}"'
+
+    def resource(self) -> dict[str, str]:
+        return {"name": self.name, "value": self.value, "matchType": self.op}
+
+
+@dataclass(frozen=True)
+class Inhibition:
+    source: tuple[Matcher, ...]
+    target: tuple[Matcher, ...]
+    equal: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RouteNode:
+    receiver: str
+    matchers: tuple[Matcher, ...] = ()
+    routes: tuple[RouteNode, ...] = ()
+
+
+def classes(rules: Iterable[AlertingRule]) -> dict[str, list[str]]:
+    """``guardian_class`` -> its severities, from the rules' static labels (templated
+    values cannot be routed on ahead of time and are left out)."""
+    found: dict[str, set[str]] = {}
+    for rule in rules:
+        cls = rule.labels.get(CLASS_LABEL, "")
+        if not cls or "{{" in cls:
+            continue
+        severity = rule.labels.get(SEVERITY_LABEL, "")
+        severities = found.setdefault(cls, set())
+        if severity and "{{" not in severity:
+            severities.add(severity)
+    return {cls: sorted(found[cls]) for cls in sorted(found)}
+
+
+def routes(rules: Iterable[AlertingRule], options: AmConfigOptions) -> RouteNode:
+    prefix = options.receiver_prefix
+    branches = tuple(
+        RouteNode(
+            f"{prefix}-{cls}",
+            (Matcher(CLASS_LABEL, "=", cls),),
+            tuple(
+                RouteNode(f"{prefix}-{cls}-{sev}", (Matcher(SEVERITY_LABEL, "=", sev),))
+                for sev in severities
+            ),
+        )
+        for cls, severities in classes(rules).items()
+    )
+    return RouteNode(prefix, (), branches)
+
+
+def inhibitions() -> tuple[Inhibition, ...]:
+    source = Matcher(CLASS_LABEL, "=", PIPELINE)
+    target = (Matcher(CLASS_LABEL, "=~", "|".join(INHIBITED)),)
+    has = {name: Matcher(name, "!=", "") for name in ("cluster", "node")}
+    lacks = {name: Matcher(name, "=", "") for name in ("cluster", "node")}
+    return (
+        Inhibition((source, has["node"], has["cluster"]), target, ("cluster", "node")),
+        Inhibition((source, has["node"], lacks["cluster"]), target, ("node",)),
+        Inhibition((source, lacks["node"], has["cluster"]), target, ("cluster",)),
+        Inhibition((source, lacks["node"], lacks["cluster"]), target, ()),
+    )
+
+
+def _receivers(node: RouteNode) -> list[str]:
+    return [node.receiver, *(name for child in node.routes for name in _receivers(child))]
+
+
+def _plain_route(node: RouteNode) -> dict[str, Any]:
+    out: dict[str, Any] = {"receiver": node.receiver}
+    if node.matchers:
+        out["matchers"] = [m.text() for m in node.matchers]
+    if node.routes:
+        out["routes"] = [_plain_route(child) for child in node.routes]
+    return out
+
+
+def alertmanager_config(rules: Iterable[AlertingRule], options: AmConfigOptions) -> dict[str, Any]:
+    """The plain Alertmanager configuration (``alertmanager.yml``)."""
+    root = routes(rules, options)
+    route = {"receiver": root.receiver, "group_by": list(options.group_by)}
+    route.update(_plain_route(root))
+    inhibit = []
+    for rule in inhibitions():
+        item: dict[str, Any] = {
+            "source_matchers": [m.text() for m in rule.source],
+            "target_matchers": [m.text() for m in rule.target],
+        }
+        if rule.equal:
+            item["equal"] = list(rule.equal)
+        inhibit.append(item)
+    return {
+        "route": route,
+        "receivers": [{"name": name} for name in _receivers(root)],
+        "inhibit_rules": inhibit,
+    }
+
+
+def _resource_route(node: RouteNode) -> dict[str, Any]:
+    out: dict[str, Any] = {"receiver": node.receiver}
+    if node.matchers:
+        out["matchers"] = [m.resource() for m in node.matchers]
+    if node.routes:
+        out["routes"] = [_resource_route(child) for child in node.routes]
+    return out
+
+
+def alertmanager_config_resource(
+    rules: Iterable[AlertingRule],
+    options: AmConfigOptions,
+    *,
+    name: str,
+    namespace: str | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The same as a prometheus-operator ``AlertmanagerConfig``. The operator adds a
+    ``namespace`` matcher to its route and inhibit rules unless the Alertmanager resource
+    sets ``alertmanagerConfigMatcherStrategy: {type: None}`` (see docs/alertmanager.md)."""
+    root = routes(rules, options)
+    route = {"receiver": root.receiver, "groupBy": list(options.group_by)}
+    route.update(_resource_route(root))
+    metadata: dict[str, Any] = {"name": name}
+    if namespace:
+        metadata["namespace"] = namespace
+    if labels:
+        metadata["labels"] = dict(labels)
+    inhibit = []
+    for rule in inhibitions():
+        item: dict[str, Any] = {
+            "sourceMatch": [m.resource() for m in rule.source],
+            "targetMatch": [m.resource() for m in rule.target],
+        }
+        if rule.equal:
+            item["equal"] = list(rule.equal)
+        inhibit.append(item)
+    return {
+        "apiVersion": "monitoring.coreos.com/v1alpha1",
+        "kind": "AlertmanagerConfig",
+        "metadata": metadata,
+        "spec": {
+            "route": route,
+            "receivers": [{"name": n} for n in _receivers(root)],
+            "inhibitRules": inhibit,
+        },
+    }

@@ -1,0 +1,1 @@
+"""GPU usage and cost over history (``guardian report``, and what ``simulate`` frees)."""

@@ -1,0 +1,113 @@
+"""Days, rows, summaries and the four outputs of ``guardian report`` (pure)."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from guardian.app.report.formats import render_csv, render_json, render_table
+from guardian.app.report.gpu_hours import ReportResult
+from guardian.app.report.html import render_html
+from guardian.engine.notify.findings import PriceTable
+from guardian.engine.report.chargeback import (
+    PodHours,
+    day_of,
+    summarize,
+    total,
+    usage_rows,
+    windows,
+)
+
+DAY = 86400.0
+T0 = 1_700_006_400.0  # a UTC midnight
+
+
+def test_windows_cut_at_utc_midnight_with_partial_ends() -> None:
+    cut = windows(T0 + 6 * 3600, T0 + 2 * DAY + 3600)
+
+    assert cut == [
+        (T0 + 6 * 3600, T0 + DAY),
+        (T0 + DAY, T0 + 2 * DAY),
+        (T0 + 2 * DAY, T0 + 2 * DAY + 3600),
+    ]
+    assert [day_of(end) for _, end in cut] == ["2023-11-15", "2023-11-16", "2023-11-17"]
+
+
+def hours(
+    day: str, pod: str, metric: str, value: float, model: str = "NVIDIA A100", group: str = "a"
+) -> PodHours:
+    return PodHours(day, "c1", group, "ml", pod, model, metric, value)
+
+
+ROWS = usage_rows(
+    [
+        hours("2023-11-15", "train-7d9f8c6b5-x2x4z", "allocated", 24.0),
+        hours("2023-11-15", "train-7d9f8c6b5-x2x4z", "used", 6.0),
+        hours("2023-11-15", "train-5f6d7c8b9-q9w8v", "allocated", 24.0),  # the same Deployment
+        hours("2023-11-15", "train-5f6d7c8b9-q9w8v", "idle", 24.0),
+        hours("2023-11-16", "db-0", "allocated", 10.0, model="Tesla T4", group="b"),
+        hours("2023-11-16", "db-0", "idle", 10.0, model="Tesla T4", group="b"),
+    ],
+    PriceTable({"A100": 2.0}),
+)
+DAYS = ["2023-11-15", "2023-11-16"]
+
+
+def test_rows_join_pods_into_workloads_and_price_each_model() -> None:
+    first, second = ROWS
+
+    assert (first.workload, first.allocated, first.used, first.idle) == (
+        "Deployment/train",
+        48.0,
+        6.0,
+        24.0,
+    )
+    assert (first.cost, first.idle_cost) == (96.0, 48.0)
+    assert (second.workload, second.cost) == ("StatefulSet/db", None)  # no price for a T4
+
+
+def test_summaries_by_group_have_every_day_and_unknown_cost_stays_unknown() -> None:
+    by_group = {s.key: s for s in summarize(ROWS, "gpu_group", DAYS)}
+
+    assert by_group["a"].daily["2023-11-16"] == {
+        "allocated": 0.0,
+        "used": 0.0,
+        "idle": 0.0,
+        "cost": 0.0,
+        "idle_cost": 0.0,
+    }
+    assert by_group["a"].utilization == pytest.approx(6 / 48)
+    assert by_group["b"].cost is None
+    assert total(ROWS, DAYS).cost is None
+    with pytest.raises(ValueError, match="cannot summarize by"):
+        summarize(ROWS, "pod", DAYS)
+
+
+RESULT = ReportResult(T0, T0 + 2 * DAY, DAYS, ROWS, "$", "guardian", 300.0, 0.05, 6)
+
+
+def test_table_csv_and_json() -> None:
+    table = render_table(RESULT, "gpu_group")
+    rows = list(csv.DictReader(io.StringIO(render_csv(RESULT))))
+    data = render_json(RESULT, "workload")
+
+    assert "$96.00" in table
+    assert "n/a" in table
+    assert rows[0]["workload"] == "Deployment/train"
+    assert rows[1]["cost"] == ""
+    assert [g["key"] for g in data["groups"]] == ["Deployment/train", "StatefulSet/db"]
+    assert data["total"]["allocated_gpu_hours"] == 58.0
+
+
+def test_html_is_one_file_with_plotly_inline_and_a_trace_per_key() -> None:
+    page = render_html(RESULT, "gpu_group")
+
+    assert page.startswith("<!DOCTYPE html>")
+    assert "<script src=" not in page
+    assert page.count("Plotly.newPlot") == 2
+    assert '"name":"a"' in page
+    assert '"name":"b"' in page
+    assert '"name":"total cost"' in page
+    assert "<table>" in page
