@@ -6,10 +6,11 @@ sets node and cluster), plus kube-state-metrics' node info and the platform seri
 fire somewhere, next to its quiet edge cases: idle GPUs (by both activity sources,
 one, or neither), a burst only the busy counter saw, one busy sample in the window,
 GPUs that went idle or changed hands recently, memory under-use and a memory peak,
-time-sliced GPUs shared by busy and idle pods, MIG instances, pods holding a GPU
-with no process, pods using a GPU they were not allocated, and per-node pipeline
-faults (NVML down, scrapes failing, vanished exporters and removed nodes, a frozen
-exporter, lost samples, renamed or missing pod labels, allocations without a GPU id).
+time-sliced GPUs shared by busy and idle pods (or pods running nothing), MIG
+instances, pods holding a GPU with no process, pods using a GPU they were not
+allocated, and per-node pipeline faults (NVML down, scrapes failing, vanished
+exporters and removed nodes, a frozen exporter, lost samples, renamed or missing pod
+labels, allocations without a GPU id).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ GPU_KINDS = (
     ("no_process", 3),
     ("shared_mixed", 4),
     ("shared_idle", 2),
+    ("shared_no_process", 1),
     ("mig", 4),
 )
 
@@ -242,7 +244,14 @@ class GuardianFleet:
         t = self.t
         lo, hi = self._all()
         labels = self._device(node, str(g), uuid, "disabled")
-        busy_kinds = {"busy", "mem_low", "mem_peak", "mem_new_holder", "shared_mixed"}
+        busy_kinds = {
+            "busy",
+            "mem_low",
+            "mem_peak",
+            "mem_new_holder",
+            "shared_mixed",
+            "shared_no_process",
+        }
         is_busy = kind in busy_kinds
         util = pattern(BUSY if is_busy else IDLE, lo, hi)
         busy = counter([(lo, hi, 9.75 if is_busy else 0.15)], 5000.0)
@@ -275,16 +284,21 @@ class GuardianFleet:
         self._add("guardian_gpu_unattributed_memory_used_bytes", labels, node, const("0", lo, hi))
         start = {"new_holder": t.at(-20), "mem_new_holder": t.at(-40)}.get(kind, lo)
         resource = "nvidia.com/gpu"
-        pods = [(f"{g}", is_busy and kind != "shared_mixed")]
+        pods = [(f"{g}", is_busy)]
         if kind == "shared_mixed":
             pods = [(f"{g}a", True), (f"{g}b", False)]
             resource = "nvidia.com/gpu.shared"
         elif kind == "shared_idle":
             pods = [(f"{g}a", False), (f"{g}b", False), (f"{g}c", False)]
             resource = "nvidia.com/gpu.shared"
+        elif kind == "shared_no_process":  # the busy pod's neighbour runs nothing
+            pods = [(f"{g}a", True), (f"{g}b", False)]
+            resource = "nvidia.com/gpu.shared"
         for suffix, pod_busy in pods:
             pod = self._pod_identity(node, suffix)
             self._allocation(node, labels, pod, resource, start)
+            if kind == "shared_no_process" and not pod_busy:
+                continue
             if kind != "no_process":
                 self._pod_series(
                     node, labels, pod, busy=pod_busy or kind == "went_idle", lo=start, hi=hi
