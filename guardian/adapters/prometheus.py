@@ -75,6 +75,14 @@ def _session(http: HttpClientConfig) -> requests.Session:
     session = requests.Session()
     session.verify = http.tls.verify
     session.cert = http.tls.cert
+    # The environment's proxy, CA bundle and netrc settings for this URL, resolved once:
+    # requests would re-read them on every request (a scan of the whole environment,
+    # about a third of a small query's client time; rule templates send thousands).
+    env = session.merge_environment_settings(http.url, {}, None, session.verify, session.cert)
+    session.proxies.update(env["proxies"])
+    session.verify = env["verify"]
+    session.auth = requests.utils.get_netrc_auth(http.url)  # used only without credentials
+    session.trust_env = False
     return session
 
 
@@ -120,8 +128,11 @@ def _data(body: Any) -> tuple[Any, Any, tuple[str, ...]]:
 # each series' labels sorted, so ``tuple(metric.items())`` finds the LabelSet it had
 # before: no sorting, hashing or new objects for the series that are still there, and
 # the alert state keeps pointing at the same objects (dict lookups match by identity).
+# Small answers are kept apart: the one-series answers of a rule's `query` templates
+# (one per alert, thousands a cycle) would otherwise push the rules' own out.
 LabelCache = dict[tuple[tuple[str, str], ...], LabelSet]
 _CACHED_EXPRESSIONS = 256
+_SMALL_ANSWER = 8  # series
 
 
 def _interned(metric: dict[str, str], seen: LabelCache, fresh: LabelCache) -> LabelSet:
@@ -188,6 +199,7 @@ class PrometheusQuerier:
         self._secrets = secrets_of(access.http)
         self.shown_url = shown_url(access.http)
         self._labels: dict[str, LabelCache] = {}
+        self._small: dict[str, LabelCache] = {}
         self._labels_lock = threading.Lock()
         # No status retries (a 503 is a query timeout); one quick connect retry only.
         retry = Retry(total=1, connect=1, read=0, status=0, other=0, backoff_factor=0)
@@ -220,13 +232,14 @@ class PrometheusQuerier:
 
     def _decode(self, expr: str, body: Any) -> QueryResult:
         with self._labels_lock:
-            seen = self._labels.pop(expr, None)
+            seen = self._labels.pop(expr, None) or self._small.pop(expr, None)
         result, fresh = _parse(body, self.access.thanos, seen)
         if fresh:
+            cache = self._small if len(fresh) < _SMALL_ANSWER else self._labels
             with self._labels_lock:
-                self._labels[expr] = fresh  # newest last; the oldest expression goes first
-                while len(self._labels) > _CACHED_EXPRESSIONS:
-                    del self._labels[next(iter(self._labels))]
+                cache[expr] = fresh  # newest last; the oldest expression goes first
+                while len(cache) > _CACHED_EXPRESSIONS:
+                    del cache[next(iter(cache))]
         return result
 
     def query_matrix(self, expr: str, ts: float) -> MatrixResult:

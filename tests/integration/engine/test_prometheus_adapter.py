@@ -13,6 +13,7 @@ from guardian.adapters.prometheus import (
     QueryFailedError,
     QueryRejectedError,
     _parse,
+    _session,
 )
 from guardian.model.http_client import BasicAuthConfig, HttpClientConfig
 from guardian.model.labels import LabelSet
@@ -62,6 +63,41 @@ def test_a_series_still_in_the_answer_keeps_its_label_set_object(prometheus: Any
     assert only_a[0].labels == first["a"].without("__name__")
     assert only_a[0].labels is not first["a"]
     querier.close()
+
+
+WIDE = openmetrics(series("w", {f"i{k}": [1.0] * 10 for k in range(12)}))
+
+
+def test_template_queries_do_not_push_a_rules_label_sets_out(prometheus: Any) -> None:
+    # A rule answer of 12 series, then more one-series queries (as its `query` templates
+    # send, one per alert) than the cache holds expressions: its label sets stay cached.
+    prom = prometheus(openmetrics=WIDE)
+    querier = PrometheusQuerier(PrometheusAccess(HttpClientConfig(prom.url, timeout=5)))
+
+    first = {s.labels["instance"]: s.labels for s in querier.query("w", T0 + 300).samples}
+    for k in range(300):
+        querier.query(f'w{{instance="i{k % 12}"}} + {k}', T0 + 300)
+    again = {s.labels["instance"]: s.labels for s in querier.query("w", T0 + 360).samples}
+
+    assert len(first) == 12
+    assert all(again[k] is first[k] for k in first)
+    querier.close()
+
+
+def test_the_environments_proxy_settings_are_resolved_once_per_target(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "prom.internal")
+    monkeypatch.delenv("http_proxy", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+
+    proxied = _session(HttpClientConfig("http://prom.example:9090"))
+    bypassed = _session(HttpClientConfig("http://prom.internal:9090"))
+
+    assert proxied.proxies.get("http") == "http://proxy.example:3128"
+    assert not bypassed.proxies
+    assert not proxied.trust_env  # requests reads the environment no more per request
 
 
 def test_decoding_sorts_labels_a_server_sent_unsorted() -> None:
