@@ -5,7 +5,9 @@ the allowlisted ``team``) and ``gpu_group`` copied from it; plus kube-state-metr
 node info, GPU requests and pod phases, and the platform series.
 
 The mix (see fleet_guardian.py) has dcgm's own cases: GPUs without the profiling metric
-(``DCGM_FI_PROF_GR_ENGINE_ACTIVE``), MIG instances (``GPU_I_ID``, no ``GPU_UTIL``),
+(``DCGM_FI_PROF_GR_ENGINE_ACTIVE``), MIG instances (``GPU_I_ID``, no ``GPU_UTIL``; some
+without the profiling metric either), GPUs with no process (``FB_USED`` near 0), GPUs
+two pods share under ``--kubernetes-virtual-gpus`` (a ``vgpu`` label),
 ``FB_RESERVED`` absent, ``Hostname`` on half the nodes and ``hostname`` on the others,
 and per-node faults: scrapes failing, no GPU series, vanished and removed nodes, frozen
 readings, lost samples, a scrape without ``honor_labels``, ``pod`` without ``namespace``,
@@ -48,7 +50,10 @@ GPU_KINDS = (
     ("mem_new_holder", 1),
     ("idle_mem_low", 3),
     ("no_reserved", 3),
+    ("no_process", 2),
+    ("vgpu_shared", 2),
     ("mig", 4),
+    ("mig_no_prof", 2),
 )
 # Families every GPU (or MIG instance) has, besides utilization and memory.
 _STATIC = (
@@ -197,19 +202,25 @@ class DcgmFleet:
         t = self.t
         lo, hi = 0, t.steps
         device = self._device(node, g, uuid)
-        if kind == "mig":
+        if kind in ("mig", "mig_no_prof"):
             for k, (share, busy) in enumerate(((65, True), (1, False)), start=1):
                 mig = device | {"GPU_I_ID": str(k), "GPU_I_PROFILE": "3g.40gb"}
                 pod = self._pod(node, f"{g}m{k}")
                 labels = mig | pod
-                self._add(
-                    "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
-                    labels,
-                    node,
-                    pattern(BUSY if busy else IDLE, lo, hi),
-                )
+                if kind == "mig":  # without DCP's fields a MIG instance has no activity
+                    self._add(
+                        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+                        labels,
+                        node,
+                        pattern(BUSY if busy else IDLE, lo, hi),
+                    )
                 self._memory(node, labels, share, TOTAL_MIB // 2, lo, hi, reserved=True)
                 self._static(node, labels)
+            return
+        if kind == "vgpu_shared":  # --kubernetes-virtual-gpus: the GPU's values per pod
+            for k in range(2):
+                pod = self._pod(node, f"{g}v{k}")
+                self._gpu_series(node, device | pod | {"vgpu": str(k)}, kind, True, lo, hi)
             return
         busy = kind in {"busy", "mem_low", "mem_peak", "mem_new_holder", "no_reserved", "free"}
         start = {"new_holder": t.at(-20), "mem_new_holder": t.at(-40)}.get(kind, lo)
@@ -239,9 +250,8 @@ class DcgmFleet:
         if kind != "idle_no_prof":
             self._add("DCGM_FI_PROF_GR_ENGINE_ACTIVE", labels, node, prof)
         low = kind in {"mem_low", "mem_peak", "mem_new_holder", "idle_mem_low"}
-        self._memory(
-            node, labels, 8 if low else 60, TOTAL_MIB, lo, hi, reserved=kind != "no_reserved"
-        )
+        pct = 0 if kind == "no_process" else 8 if low else 60
+        self._memory(node, labels, pct, TOTAL_MIB, lo, hi, reserved=kind != "no_reserved")
         if kind == "mem_peak":
             (used,) = [s for s in self.node_series[-3:] if s.name == "DCGM_FI_DEV_FB_USED"]
             s = t.at(-40)
