@@ -18,6 +18,7 @@ library's exception is not chained (its text is in the message, scrubbed).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -74,6 +75,14 @@ def _session(http: HttpClientConfig) -> requests.Session:
     session = requests.Session()
     session.verify = http.tls.verify
     session.cert = http.tls.cert
+    # The environment's proxy, CA bundle and netrc settings for this URL, resolved once:
+    # requests would re-read them on every request (a scan of the whole environment,
+    # about a third of a small query's client time; rule templates send thousands).
+    env = session.merge_environment_settings(http.url, {}, None, session.verify, session.cert)
+    session.proxies.update(env["proxies"])
+    session.verify = env["verify"]
+    session.auth = requests.utils.get_netrc_auth(http.url)  # used only without credentials
+    session.trust_env = False
     return session
 
 
@@ -115,11 +124,35 @@ def _data(body: Any) -> tuple[Any, Any, tuple[str, ...]]:
     return data.get("resultType"), data.get("result"), warnings
 
 
-def _parse(body: Any, thanos: bool) -> QueryResult:
+# Label sets of a rule's previous answer, keyed by their sorted items. Prometheus sends
+# each series' labels sorted, so ``tuple(metric.items())`` finds the LabelSet it had
+# before: no sorting, hashing or new objects for the series that are still there, and
+# the alert state keeps pointing at the same objects (dict lookups match by identity).
+# Small answers are kept apart: the one-series answers of a rule's `query` templates
+# (one per alert, thousands a cycle) would otherwise push the rules' own out.
+LabelCache = dict[tuple[tuple[str, str], ...], LabelSet]
+_CACHED_EXPRESSIONS = 256
+_SMALL_ANSWER = 8  # series
+
+
+def _interned(metric: dict[str, str], seen: LabelCache, fresh: LabelCache) -> LabelSet:
+    labels = seen.get(tuple(metric.items()))
+    if labels is None:
+        labels = LabelSet(metric)
+    fresh[labels.items_sorted] = labels
+    return labels
+
+
+def _parse(
+    body: Any, thanos: bool, seen: LabelCache | None = None
+) -> tuple[QueryResult, LabelCache]:
+    """The answer, and the label cache for the next answer to the same expression."""
     kind, result, warnings = _data(body)
+    fresh: LabelCache = {}
     if kind == "vector":
+        old = seen or {}
         samples = tuple(
-            PromSample(LabelSet(item.get("metric") or {}), _parse_value(item["value"]))
+            PromSample(_interned(item.get("metric") or {}, old, fresh), float(item["value"][1]))
             for item in result or ()
         )
     elif kind == "scalar":
@@ -131,7 +164,7 @@ def _parse(body: Any, thanos: bool) -> QueryResult:
         )
     # With partial_response=false Thanos should refuse a partial answer; if it still warns,
     # the warning is about missing stores, so treat it as partial.
-    return QueryResult(samples, warnings, partial=bool(warnings) and thanos)
+    return QueryResult(samples, warnings, partial=bool(warnings) and thanos), fresh
 
 
 def _parse_matrix(body: Any, thanos: bool) -> MatrixResult:
@@ -165,6 +198,9 @@ class PrometheusQuerier:
         self._monotonic = monotonic
         self._secrets = secrets_of(access.http)
         self.shown_url = shown_url(access.http)
+        self._labels: dict[str, LabelCache] = {}
+        self._small: dict[str, LabelCache] = {}
+        self._labels_lock = threading.Lock()
         # No status retries (a 503 is a query timeout); one quick connect retry only.
         retry = Retry(total=1, connect=1, read=0, status=0, other=0, backoff_factor=0)
         http = access.http
@@ -192,7 +228,19 @@ class PrometheusQuerier:
     def query(self, expr: str, ts: float) -> QueryResult:
         """``expr`` at ``ts`` (unix seconds). Raises QueryFailedError/QueryRejectedError."""
         params = self.params(expr, ts)
-        return self._observed(lambda: _parse(self._request("query", params), self.access.thanos))
+        return self._observed(lambda: self._decode(expr, self._request("query", params)))
+
+    def _decode(self, expr: str, body: Any) -> QueryResult:
+        with self._labels_lock:
+            seen = self._labels.pop(expr, None) or self._small.pop(expr, None)
+        result, fresh = _parse(body, self.access.thanos, seen)
+        if fresh:
+            cache = self._small if len(fresh) < _SMALL_ANSWER else self._labels
+            with self._labels_lock:
+                cache[expr] = fresh  # newest last; the oldest expression goes first
+                while len(cache) > _CACHED_EXPRESSIONS:
+                    del cache[next(iter(cache))]
+        return result
 
     def query_matrix(self, expr: str, ts: float) -> MatrixResult:
         """A range selector (``metric[1h]``) at ``ts``: every series' raw samples in the

@@ -63,8 +63,20 @@ class GroupRuntime:
     # The state as last committed by this process: the store then writes only changes.
     persisted: dict[str, dict[LabelSet, Alert]] | None = None
     evaluations: int = 0
+    counts: tuple[int, int] = (0, 0)  # (pending, firing) after the last evaluation
     last: GroupEvaluation | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _counts(state: dict[str, dict[LabelSet, Alert]]) -> tuple[int, int]:
+    pending = firing = 0
+    for alerts in state.values():
+        for alert in alerts.values():
+            if alert.state is AlertState.FIRING:
+                firing += 1
+            elif alert.state is AlertState.PENDING:
+                pending += 1
+    return pending, firing
 
 
 @dataclass(frozen=True)
@@ -144,6 +156,7 @@ class RuleEngine:
                         runtime.pending_restore = previous.pending_restore
                         runtime.written = previous.written
                         runtime.evaluations = previous.evaluations
+                        runtime.counts = _counts(runtime.state)
                         runtime.last = previous.last
                 new[compiled.key] = runtime
             self._groups = new
@@ -217,6 +230,7 @@ class RuleEngine:
             if persist and self.store is not None:
                 self._save(runtime, ts, state, evaluation)
             runtime.state = state
+            runtime.counts = _counts(state)
             runtime.last_ts = ts
             runtime.evaluations += 1
             runtime.last = evaluation
@@ -321,12 +335,12 @@ class RuleEngine:
                 logger.exception("transition listener %r failed", listener)
 
     def _count_alerts(self) -> None:
-        pending = firing = 0
-        for alert in self.active_alerts():
-            if alert.alert.state is AlertState.FIRING:
-                firing += 1
-            else:
-                pending += 1
+        # Each group's counts are kept from its last evaluation: one group's cycle costs
+        # its own alerts, not the whole engine's.
+        with self._lock:
+            runtimes = list(self._groups.values())
+        pending = sum(r.counts[0] for r in runtimes)
+        firing = sum(r.counts[1] for r in runtimes)
         self.metrics.set_alert_counts(pending, firing)
 
     # ------------------------------------------------------------------ views

@@ -47,7 +47,12 @@ class TemplateEnv:
         object.__setattr__(self, "external_labels", LabelSet(self.external_labels))
 
 
-MemoKey = tuple[LabelSet, float, TemplateEnv]
+# The `query` calls of one expansion, in order, with their answers; None if one failed
+# (its error is in the text, so the expansion is never reused).
+QueryLog = tuple[tuple[str, Sequence[QuerySample]], ...] | None
+# Per sample's labels: the value and env it was expanded with, what that gave, and the
+# template queries it made.
+MemoEntry = tuple[float, TemplateEnv, LabelSet, LabelSet, QueryLog]
 
 
 def query_text(expr: str) -> str:
@@ -65,9 +70,11 @@ class CompiledAlertingRule:
     """A rule with its label and annotation templates parsed once.
 
     A value without ``{{`` is kept as plain text: nothing to expand. Expansion is a pure
-    function of the sample's labels and value (and the external labels), so its result
-    is memoised from one evaluation to the next; templates that call ``query`` depend
-    on the database and are always expanded. ``query`` is the expression as evaluated.
+    function of the sample's labels and value, the external labels and, for templates
+    that call ``query``, the answers to those queries, so its result is memoised from
+    one evaluation to the next: with ``query`` calls, they are asked again and the
+    result is reused when every answer is the same. ``query`` is the expression as
+    evaluated.
     """
 
     rule: AlertingRule
@@ -75,10 +82,8 @@ class CompiledAlertingRule:
     labels: tuple[tuple[str, Template | str], ...]
     annotations: tuple[tuple[str, Template | str], ...]
     static: bool = False
-    memoisable: bool = False
-    memo: dict[MemoKey, tuple[LabelSet, LabelSet]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
+    uses_query: bool = False
+    memo: dict[LabelSet, MemoEntry] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def compile(cls, rule: AlertingRule) -> CompiledAlertingRule:
@@ -97,7 +102,7 @@ class CompiledAlertingRule:
             labels,
             annotations,
             static=not templated,
-            memoisable=not uses_query,
+            uses_query=uses_query,
         )
 
 
@@ -148,6 +153,57 @@ def expand_sample(
     return _alert_labels(compiled, sample, ctx), notes
 
 
+def _logged_expansion(
+    compiled: CompiledAlertingRule,
+    sample: PromSample,
+    env: TemplateEnv,
+    query: TemplateQuery | None,
+) -> tuple[LabelSet, LabelSet, QueryLog]:
+    """``expand_sample``, with the template queries it made."""
+    if not compiled.uses_query or query is None:
+        key, notes = expand_sample(compiled, sample, env, query)
+        return key, notes, None if compiled.uses_query else ()
+    ask = query
+    log: list[tuple[str, Sequence[QuerySample]]] = []
+    failed = False
+
+    def logged(expr: str) -> Sequence[QuerySample]:
+        nonlocal failed
+        try:
+            answer = ask(expr)
+        except BaseException:
+            failed = True
+            raise
+        log.append((expr, answer))
+        return answer
+
+    key, notes = expand_sample(compiled, sample, env, logged)
+    return key, notes, None if failed else tuple(log)
+
+
+Fetched = dict[str, Sequence[QuerySample] | Exception]
+
+
+def _same_answers(log: QueryLog, query: TemplateQuery | None, fetched: Fetched) -> bool:
+    """Whether a memoised expansion's queries get the answers they got then (each one
+    asked again; what came back, or the error, is left in ``fetched`` for a new
+    expansion to use)."""
+    if not log:
+        return log is not None
+    if query is None:
+        return False
+    for expr, before in log:
+        try:
+            now = query(expr)
+        except Exception as exc:  # per item: the expansion that follows reports it its way
+            fetched[expr] = exc
+            return False
+        fetched[expr] = now
+        if now != before:  # a NaN never equals itself: expanded again
+            return False
+    return True
+
+
 def _candidates(
     compiled: CompiledAlertingRule,
     answer: QueryResult,
@@ -156,22 +212,39 @@ def _candidates(
 ) -> dict[LabelSet, tuple[float, LabelSet]] | None:
     """Alert labels -> (value, annotations) per sample; None on a label-set collision."""
     out: dict[LabelSet, tuple[float, LabelSet]] = {}
-    memo = compiled.memo if compiled.memoisable else None
-    fresh: dict[MemoKey, tuple[LabelSet, LabelSet]] = {}
+    memo = compiled.memo
+    fresh: dict[LabelSet, MemoEntry] = {}
     for sample in answer.samples:
-        memo_key = (sample.labels, sample.value, env)
-        expanded = memo.get(memo_key) if memo is not None else None
-        if expanded is None:
-            expanded = expand_sample(compiled, sample, env, query)
-        fresh[memo_key] = expanded
-        key, notes = expanded
+        labels, value = sample.labels, sample.value
+        hit = memo.get(labels)
+        fetched: Fetched = {}
+        if (
+            hit is not None
+            and _same(hit[0], value)
+            and (hit[1] is env or hit[1] == env)
+            and _same_answers(hit[4], query, fetched)
+        ):
+            key, notes, log = hit[2], hit[3], hit[4]
+        else:
+            asked = _prefetched(fetched, query) if fetched and query is not None else query
+            key, notes, log = _logged_expansion(compiled, sample, env, asked)
+        fresh[labels] = (value, env, key, notes, log)
         if key in out:
             return None
-        out[key] = (sample.value, notes)
-    if memo is not None:
-        memo.clear()
-        memo.update(fresh)
+        out[key] = (value, notes)
+    memo.clear()
+    memo.update(fresh)
     return out
+
+
+def _prefetched(fetched: Fetched, query: TemplateQuery) -> TemplateQuery:
+    def ask(expr: str) -> Sequence[QuerySample]:
+        got = fetched.get(expr)
+        if isinstance(got, Exception):
+            raise got
+        return query(expr) if got is None else got
+
+    return ask
 
 
 def _ms(seconds: float) -> int:
@@ -250,7 +323,9 @@ def evaluate_alerting_rule(
     for labels, (value, notes) in candidates.items():
         existing = new.get(labels)
         if existing is not None and existing.state is not AlertState.INACTIVE:
-            if not _same(existing.value, value) or existing.annotations != notes:
+            if not _same(existing.value, value) or (
+                existing.annotations is not notes and existing.annotations != notes
+            ):
                 # Only a changed alert becomes a new object: the store writes just those.
                 new[labels] = replace(existing, value=value, annotations=notes)
         else:
@@ -258,7 +333,12 @@ def evaluate_alerting_rule(
 
     transitions: list[AlertTransition] = []
     active_pending = 0
+    for_ms = _ms(rule.for_seconds)
     for labels, alert in list(new.items()):
+        firing = alert.state is AlertState.FIRING and alert.keep_firing_since is None
+        if firing and labels in candidates:  # still firing: nothing to decide (the common case)
+            active_pending += 1
+            continue
         before = active.get(labels)
         before_state = before.state if before is not None else AlertState.INACTIVE
         if labels not in candidates:
@@ -302,7 +382,7 @@ def evaluate_alerting_rule(
         elif alert.keep_firing_since is not None:
             alert = replace(alert, keep_firing_since=None)
         active_pending += 1
-        if alert.state is AlertState.PENDING and _ms(ts - alert.active_at) >= _ms(rule.for_seconds):
+        if alert.state is AlertState.PENDING and _ms(ts - alert.active_at) >= for_ms:
             alert = replace(alert, state=AlertState.FIRING, fired_at=ts)
         new[labels] = alert
         if alert.state is not before_state:

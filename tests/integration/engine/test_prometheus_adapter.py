@@ -12,8 +12,11 @@ from guardian.adapters.prometheus import (
     PrometheusQuerier,
     QueryFailedError,
     QueryRejectedError,
+    _parse,
+    _session,
 )
 from guardian.model.http_client import BasicAuthConfig, HttpClientConfig
+from guardian.model.labels import LabelSet
 from guardian.sim.prometheus_server import free_loopback_port
 from tests.integration.engine.conftest import T0, openmetrics, series
 
@@ -43,6 +46,73 @@ def test_instant_query_at_the_evaluation_timestamp(prometheus: Any) -> None:
     assert outcomes == ["success", "success", "success"]
     assert "m" in querier.metric_names()
     querier.close()
+
+
+def test_a_series_still_in_the_answer_keeps_its_label_set_object(prometheus: Any) -> None:
+    prom = prometheus(openmetrics=DATA)
+    querier = PrometheusQuerier(PrometheusAccess(HttpClientConfig(prom.url, timeout=5)))
+
+    first = {s.labels["instance"]: s.labels for s in querier.query("m", T0 + 300).samples}
+    again = {s.labels["instance"]: s.labels for s in querier.query("m", T0 + 360).samples}
+    only_a = querier.query('m{instance="a"} * 2', T0 + 360).samples
+
+    # The same objects (no new LabelSet for a series seen in the last answer to the same
+    # expression), equal to what a fresh decode gives; another expression decodes anew.
+    assert all(again[k] is first[k] for k in ("a", "b"))
+    assert first["a"] == LabelSet(dict(first["a"]))
+    assert only_a[0].labels == first["a"].without("__name__")
+    assert only_a[0].labels is not first["a"]
+    querier.close()
+
+
+WIDE = openmetrics(series("w", {f"i{k}": [1.0] * 10 for k in range(12)}))
+
+
+def test_template_queries_do_not_push_a_rules_label_sets_out(prometheus: Any) -> None:
+    # A rule answer of 12 series, then more one-series queries (as its `query` templates
+    # send, one per alert) than the cache holds expressions: its label sets stay cached.
+    prom = prometheus(openmetrics=WIDE)
+    querier = PrometheusQuerier(PrometheusAccess(HttpClientConfig(prom.url, timeout=5)))
+
+    first = {s.labels["instance"]: s.labels for s in querier.query("w", T0 + 300).samples}
+    for k in range(300):
+        querier.query(f'w{{instance="i{k % 12}"}} + {k}', T0 + 300)
+    again = {s.labels["instance"]: s.labels for s in querier.query("w", T0 + 360).samples}
+
+    assert len(first) == 12
+    assert all(again[k] is first[k] for k in first)
+    querier.close()
+
+
+def test_the_environments_proxy_settings_are_resolved_once_per_target(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "prom.internal")
+    monkeypatch.delenv("http_proxy", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+
+    proxied = _session(HttpClientConfig("http://prom.example:9090"))
+    bypassed = _session(HttpClientConfig("http://prom.internal:9090"))
+
+    assert proxied.proxies.get("http") == "http://proxy.example:3128"
+    assert not bypassed.proxies
+    assert not proxied.trust_env  # requests reads the environment no more per request
+
+
+def test_decoding_sorts_labels_a_server_sent_unsorted() -> None:
+    body = {
+        "status": "success",
+        "data": {
+            "resultType": "vector",
+            "result": [{"metric": {"b": "2", "a": "1"}, "value": [0, "1"]}],
+        },
+    }
+    seen: dict[tuple[tuple[str, str], ...], LabelSet] = {}
+    for _ in range(2):
+        result, seen = _parse(body, False, seen)
+        (sample,) = result.samples
+        assert sample.labels.items_sorted == (("a", "1"), ("b", "2"))
 
 
 def test_bad_query_is_permanent_400_and_execution_error_is_422(prometheus: Any) -> None:

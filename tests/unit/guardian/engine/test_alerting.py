@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
+from guardian.engine.rules import alerting
 from guardian.engine.rules.alerting import (
     COLLISION_ERROR,
     RESOLVED_RETENTION_SECONDS,
@@ -20,6 +22,7 @@ from guardian.engine.rules.alerting import (
     TemplateEnv,
     evaluate_alerting_rule,
 )
+from guardian.engine.templates import QuerySample
 from guardian.model.alerts import Alert, AlertState, EvaluationHealth, TransitionKind
 from guardian.model.labels import LabelSet
 from guardian.model.query import PromSample, QueryResult
@@ -297,3 +300,86 @@ def test_for_is_exact_with_millisecond_slot_offsets() -> None:
         active = step.active
         fired.append(next(iter(active.values())).state.value)
     assert fired == ["pending"] * 5 + ["firing"]
+
+
+def test_annotations_are_reexpanded_only_when_value_or_external_labels_change() -> None:
+    rule = AlertingRule("A", "m", annotations={"v": "{{ $value }} {{ $externalLabels.c }}"})
+    compiled = CompiledAlertingRule.compile(rule)
+    env = TemplateEnv({"c": "x"})
+    active: dict[LabelSet, Alert] = {}
+    seen = []
+    objects = []
+    steps = [(1.0, env), (1.0, env), (2.0, env), (2.0, TemplateEnv({"c": "y"}))]
+    for k, (value, step_env) in enumerate(steps):
+        step = evaluate_alerting_rule(
+            compiled, active, _answer(["a"], {"a": value}), T0 + 60 * k, group="g", env=step_env
+        )
+        active = step.active
+        (alert,) = active.values()
+        seen.append(alert.annotations["v"])
+        objects.append(alert)
+    assert seen == ["1 x", "1 x", "2 x", "2 y"]
+    # Unchanged value and env: the same alert object, so the store writes nothing.
+    assert objects[1] is objects[0]
+
+
+def test_query_templates_are_asked_every_time_and_reexpanded_when_an_answer_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    expansions: list[float] = []
+    real = alerting.expand_sample
+
+    def counted(*args: Any) -> tuple[LabelSet, LabelSet]:
+        expansions.append(args[1].value)
+        return real(*args)
+
+    monkeypatch.setattr(alerting, "expand_sample", counted)
+    rule = AlertingRule(
+        "A",
+        "m",
+        annotations={
+            "v": '{{ with query "peak" }}{{ . | first | value }}{{ end }}'
+            '{{ with query "bad" }}{{ end }}',
+            "w": "{{ $value }}",
+        },
+    )
+    compiled = CompiledAlertingRule.compile(rule)
+    answers = [[0.5], [0.5], [0.7], [0.7], [0.7]]
+    failing = [False, False, False, True, False]
+    asked: list[str] = []
+    active: dict[LabelSet, Alert] = {}
+    seen = []
+    for k, peak in enumerate(answers):
+
+        def query(expr: str, k: int = k, peak: list[float] = peak) -> list[QuerySample]:
+            asked.append(expr)
+            if expr == "bad" and failing[k]:
+                raise TransientError("connection refused")
+            return [QuerySample({"g": "x"}, p) for p in peak]
+
+        step = evaluate_alerting_rule(
+            compiled, active, _answer(["a"], {}), T0 + 60 * k, group="g", query=query
+        )
+        active = step.active
+        (alert,) = active.values()
+        seen.append(alert.annotations["v"])
+    # Expanded at steps 0, 2 (new answer), 3 (a query failed) and 4 (after the failure).
+    assert len(expansions) == 4
+    # The same answers give the same text; a changed one, or a failed query (its error
+    # is in the text), gives a new expansion, and the one after a failure is fresh too.
+    assert seen[:3] == ["0.5", "0.5", "0.7"]
+    assert "connection refused" in seen[3]
+    assert seen[4] == "0.7"
+    # Every evaluation asks every query once (none skipped, none asked twice).
+    assert asked == ["peak", "bad"] * 5
+
+
+def test_still_firing_alerts_keep_their_object_and_a_resolved_one_still_resolves() -> None:
+    rule = AlertingRule("A", "m")
+    compiled = CompiledAlertingRule.compile(rule)
+    first = evaluate_alerting_rule(compiled, {}, _answer(["a", "b"], {}), T0, group="g")
+    second = evaluate_alerting_rule(compiled, first.active, _answer(["a"], {}), T0 + 60, group="g")
+    a, b = (LabelSet({"alertname": "A", "instance": n}) for n in ("a", "b"))
+    assert second.active[a] is first.active[a]
+    assert second.active[b].state is AlertState.INACTIVE
+    assert [t.kind for t in second.transitions] == [TransitionKind.RESOLVED]

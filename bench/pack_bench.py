@@ -1,0 +1,219 @@
+"""Rule-pack benchmark (issue #21): the shipped pack's cost on Prometheus and on our engine,
+side by side on one fleet, and a check that both decide the same alerts.
+
+1. A fleet (``--gpus``, 8 a node, ~80 % allocated) is generated as the exporter reports it
+   (``--pack guardian``: GPU Guardian's exporter, every 15 s; ``--pack dcgm``:
+   dcgm-exporter with the labels ``guardian dcgm-config`` sets up, every 30 s), with a mix
+   that makes every alert of the pack fire somewhere (bench/fleet_*.py). 2 h of history
+   end at the time the first evaluation is expected.
+2. A real Prometheus is filled with it (remote write into the head, or promtool blocks),
+   then given the pack (``rule_files``) and evaluates it on its own schedule; each group's
+   ``evaluationTime`` and each rule's are read from ``/api/v1/rules`` after every
+   evaluation, with the active alerts.
+3. Rule evaluation is switched off and our engine (a child process) evaluates the same
+   files against the same server at the same slots, with its SQLite state store.
+4. Printed: per group and per rule, Prometheus's time, the engine's, the ratio, the
+   engine's time outside queries, queries per cycle; both RSS figures; and the equality
+   check: the same alert label sets in the same state (pending/firing) at every slot.
+   Medians are over ``--evaluations`` evaluations (the first after the reload is not timed).
+
+    .venv/bin/python bench/pack_bench.py [--gpus 2000|10000|25000] [--pack guardian|dcgm]
+        [--rules DIR] [--evaluations 5] [--interval 30] [--json OUT]
+
+``--rules`` benchmarks another copy of the pack (e.g. ``git show`` of an older one); its
+files must keep the shipped names. Exit status 1 when the decisions differ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import fleet_load
+import pack_prometheus
+import pack_report
+from fleet_core import Fleet, Timeline
+
+from guardian.engine.rules.slots import slot_offset_ns
+from guardian.sim.prometheus_server import PrometheusOptions, start_prometheus
+
+ROOT = Path(__file__).resolve().parent.parent
+HISTORY_S = 2 * 3600
+
+
+def _prep_estimate(gpus: int) -> float:
+    # Generation and remote write at ~500k samples/s here (25,000 GPUs: 4 min), plus
+    # Prometheus's start; a late start only moves the fleet's events by as much.
+    return 30.0 + gpus * 0.012
+
+
+def build_fleet(pack: str, gpus: int, t: Timeline, seed: int) -> Fleet:
+    if pack == "dcgm":
+        from fleet_dcgm import DcgmFleet
+
+        return DcgmFleet(gpus, t, seed).build()
+    from fleet_guardian import GuardianFleet
+
+    return GuardianFleet(gpus, t, seed).build()
+
+
+def rule_files(args: argparse.Namespace) -> list[Path]:
+    root = Path(args.rules) if args.rules else ROOT / "rules" / args.pack
+    return sorted(p.resolve() for p in root.glob("*.yaml"))
+
+
+def placed(files: list[Path], work: Path, interval: float) -> list[Path]:
+    """Copies of the files in a folder whose path spreads the groups' slots evenly over the
+    interval. A group's slot offset is a hash of its file path and name, so with the files
+    where they lie two big groups may start together and slow each other down (on 2
+    cores), differently from one run, or one checkout, to the next."""
+    groups = [(f.name, g) for f in files for g in pack_report.rule_names(f)]
+    best = (-1.0, work / "rules-0")
+    for k in range(500):
+        folder = work / f"rules-{k}"
+        offsets = sorted(slot_offset_ns(str(folder / n), g, interval) / 1e9 for n, g in groups)
+        gaps = [b - a for a, b in itertools.pairwise(offsets)] + [
+            offsets[0] + interval - offsets[-1]
+        ]
+        if min(gaps) > best[0]:
+            best = (min(gaps), folder)
+        if min(gaps) >= 0.8 * interval / len(groups):
+            break
+    best[1].mkdir(parents=True)
+    for f in files:
+        shutil.copy(f, best[1] / f.name)
+    return [best[1] / f.name for f in files]
+
+
+def run_engine(
+    url: str, files: list[Path], interval: float, slots: dict[str, list[float]], work: Path
+) -> Path:
+    job = work / "engine-job.json"
+    out = work / "engine.jsonl"
+    job.write_text(
+        json.dumps(
+            {
+                "url": url,
+                "interval": interval,
+                "rule_files": [str(f) for f in files],
+                "slots": slots,
+            }
+        )
+    )
+    subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("pack_engine.py")), str(job), str(out)],
+        check=True,
+        timeout=3600,
+        cwd=ROOT,
+    )
+    return out
+
+
+def engine_slots(run: pack_prometheus.PrometheusRun, interval: float) -> dict[str, list[float]]:
+    """Every slot from each group's first recorded evaluation to its last (a slot the
+    poller missed is still evaluated, so the engine's state follows the same path)."""
+    slots: dict[str, list[float]] = {}
+    for (file, name), evaluations in run.evaluations.items():
+        first, last = evaluations[0].ts, evaluations[-1].ts
+        count = round((last - first) / interval)
+        slots[f"{file};{name}"] = [round(first + k * interval, 3) for k in range(count + 1)]
+    return slots
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--gpus", type=int, default=2000, help="2000, 10000 or 25000 (any multiple of 8)"
+    )
+    parser.add_argument("--pack", choices=("guardian", "dcgm"), default="guardian")
+    parser.add_argument("--rules", help="directory of the pack's files (default: rules/<pack>)")
+    parser.add_argument("--evaluations", type=int, default=5)
+    parser.add_argument("--interval", type=int, default=30, help="evaluation interval, seconds")
+    parser.add_argument("--load", choices=("remote-write", "promtool"), default="remote-write")
+    parser.add_argument("--seed", type=int, default=21)
+    parser.add_argument("--json", help="write the figures to this file too")
+    parser.add_argument("--keep", help="copy the engine's output and Prometheus's evaluations here")
+    args = parser.parse_args()
+    files = rule_files(args)
+    step = 30 if args.pack == "dcgm" else 15
+    ready_at = time.time() + _prep_estimate(args.gpus)
+    tail_s = (args.evaluations + 3) * args.interval + 900
+    start = int(ready_at - HISTORY_S) // 60 * 60
+    t = Timeline(
+        start=start, step=step, steps=(HISTORY_S + tail_s) // step, anchor=HISTORY_S // step
+    )
+    began = time.monotonic()
+    fleet = build_fleet(args.pack, args.gpus, t, args.seed)
+    series, samples = fleet.series_count(), fleet.sample_count()
+    print(
+        f"fleet: {args.pack}, {args.gpus} GPUs, {series:,} series, {samples:,} samples "
+        f"({time.monotonic() - began:.0f}s to generate)",
+        flush=True,
+    )
+    with tempfile.TemporaryDirectory(prefix="pack-bench-") as tmp:
+        work = Path(tmp)
+        sources, files = files, placed(files, work, float(args.interval))
+        chunk = 900 // step
+        if args.load == "promtool":
+            fleet_load.promtool_blocks(fleet, t, work / "prometheus" / "data", chunk)
+        prom = start_prometheus(
+            work / "prometheus",
+            PrometheusOptions(
+                ready_timeout=600, extra_args=["--storage.tsdb.max-block-duration=2h"]
+            ),
+        )
+        try:
+            if args.load == "remote-write":
+                fleet_load.remote_write(fleet, t, prom.url, chunk)
+            del fleet
+            late = time.time() - t.start - HISTORY_S
+            print(
+                f"prometheus: loaded in {time.monotonic() - began:.0f}s "
+                f"({abs(late) / 60:.1f} min {'after' if late > 0 else 'before'} the expected "
+                "start)",
+                flush=True,
+            )
+            if late < 0:
+                time.sleep(-late)
+            pack_prometheus.reload_rules(prom.url, prom.config_path, files, f"{args.interval}s")
+            groups = sum(len(pack_report.rule_names(f)) for f in files)
+            timeout = (args.evaluations + 3) * args.interval + 600
+            run = pack_prometheus.watch(prom.url, groups, args.evaluations, args.interval, timeout)
+            pack_prometheus.reload_rules(prom.url, prom.config_path, [], f"{args.interval}s")
+            prom_rss = pack_prometheus.process_rss_mib(prom.pid)
+            out = run_engine(
+                prom.url, files, float(args.interval), engine_slots(run, args.interval), work
+            )
+            engine = pack_report.read_engine(out)
+            if args.keep:
+                Path(args.keep).mkdir(parents=True, exist_ok=True)
+                shutil.copy(out, Path(args.keep) / "engine.jsonl")
+                (Path(args.keep) / "prometheus.json").write_text(
+                    json.dumps(pack_prometheus.to_json(run, alerts=True))
+                )
+        finally:
+            prom.stop()
+    figures = pack_report.figures(run, engine, sources)
+    figures |= {
+        "gpus": args.gpus,
+        "pack": args.pack,
+        "series": series,
+        "samples": samples,
+        "prometheus_rss_mib": prom_rss,
+        "interval": args.interval,
+    }
+    pack_report.print_report(figures)
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=1))
+    return 0 if figures["equal"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""Our engine on the same server, at the same slots Prometheus evaluated (a child process,
+so its peak RSS is the engine's alone).
+
+    python bench/pack_engine.py JOB.json OUT.jsonl
+
+JOB: ``{"url", "interval", "rule_files": [...], "slots": {"<file>;<group>": [ts, ...]}}``.
+Each group is evaluated at its slots in order, with the SQLite alert store, as
+``guardian run`` does. OUT gets a line per active alert after each evaluation (group,
+ts, rule index, labels, state), a line per evaluation (cycle and query seconds,
+queries, each rule's seconds) and a last line with the peak RSS. Lines are written as
+they come, so holding them costs nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from guardian.adapters.alert_store import AlertStore
+from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
+from guardian.app.rules.runtime import RuleEngine
+from guardian.engine.rules.group_eval import CompiledGroup
+from guardian.engine.rules.loader import parse_rule_file
+from guardian.model.http_client import HttpClientConfig
+
+
+def peak_rss_mib() -> float:
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec from the (large) parent.
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def main(job_path: str, out_path: str) -> None:
+    job = json.loads(Path(job_path).read_text())
+    query_seconds: list[float] = []
+    querier = PrometheusQuerier(
+        PrometheusAccess(HttpClientConfig(job["url"], timeout=300)),
+        observer=lambda _outcome, seconds: query_seconds.append(seconds),
+    )
+    groups = [
+        CompiledGroup.compile(g, float(job["interval"]))
+        for path in job["rule_files"]
+        for g in parse_rule_file(Path(path).read_text(), path).groups
+    ]
+    by_key = {f"{g.group.file};{g.name}": g for g in groups}
+    with tempfile.TemporaryDirectory(prefix="pack-engine-") as tmp, open(out_path, "w") as out:
+        engine = RuleEngine(groups, querier.query, store=AlertStore.open(f"{tmp}/state.db"))
+        for key, slots in sorted(job["slots"].items()):
+            group = by_key[key]
+            for ts in slots:
+                query_seconds.clear()
+                started = time.perf_counter()
+                evaluation = engine.evaluate(group.key, ts)
+                cycle = time.perf_counter() - started
+                state = engine.runtime(group.key).state
+                for index, (rule_key, _) in enumerate(group.rules):
+                    for alert in state.get(rule_key, {}).values():
+                        if alert.is_active:
+                            item = [key, ts, index, alert.labels.to_dict(), alert.state.value]
+                            out.write(json.dumps({"alert": item}) + "\n")
+                rules = [
+                    [rule.rule.name, outcome.duration_seconds]
+                    for (_, rule), outcome in zip(group.rules, evaluation.outcomes, strict=True)
+                ]
+                errors = [o.error for o in evaluation.outcomes if o.error]
+                line = {
+                    "group": key,
+                    "ts": ts,
+                    "cycle": cycle,
+                    "query": sum(query_seconds),
+                    "queries": len(query_seconds),
+                    "rules": rules,
+                    "errors": errors,
+                }
+                out.write(json.dumps(line) + "\n")
+                out.flush()
+        out.write(json.dumps({"peak_rss_mib": peak_rss_mib()}) + "\n")
+        engine.close()
+    querier.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
