@@ -5,8 +5,9 @@ from (documented in docs/slack.md):
 
 - labels: ``cluster`` (configurable name), ``namespace``, ``pod``, ``node``, ``gpu_group``,
   ``severity``, and the GPU model from the first of ``gpu_model``, ``model``, ``modelName``;
-- the alert value: its meaning per alert name (``GpuIdle``: the peak utilization ratio,
-  ``GpuMemoryUnderutilized``: the peak used/total memory ratio), configurable;
+- the alert value: its meaning per alert name (``GpuIdle``: the larger of its activity
+  peaks, utilization or busy time, as a ratio; ``GpuMemoryUnderutilized``: the peak
+  used/total memory ratio), configurable;
 - annotations: ``summary``, ``description``, ``runbook_url``, ``advice`` (right-sizing
   text, shown as it is), and optional evidence ``peak_utilization`` (ratio),
   ``memory_used_bytes``, ``memory_total_bytes``, ``idle_since`` (unix seconds),
