@@ -22,6 +22,8 @@ from pathlib import Path
 
 import yaml
 
+from guardian.app.settings.slack import REPOSITORY_RUNBOOKS
+
 ROOT = Path(__file__).resolve().parent.parent
 MANIFESTS = ROOT / "manifests"
 BASE = MANIFESTS / "base"
@@ -86,6 +88,9 @@ def prometheus_rule(pack: str, name: str) -> str:
             NAMESPACE,
             "--label",
             "app.kubernetes.io/part-of=gpu-guardian",
+            # The shipped PrometheusRule links the runbooks Slack links (docs/runbooks/).
+            "--runbook-url-pattern",
+            REPOSITORY_RUNBOOKS,
             *_rule_files(pack),
         ]
     )
