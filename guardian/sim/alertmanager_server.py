@@ -11,25 +11,19 @@ real restart).
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import logging
 import shutil
-import signal
 import subprocess
-import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from guardian.sim.local_process import log_tail, spawn, stop_process, wait_ready
 from guardian.sim.prometheus_server import free_loopback_port
 from guardian_common.errors import GuardianError, PermanentError
 from guardian_common.stop_on_exit import StopOnExit
 
 logger = logging.getLogger(__name__)
 
-_PR_SET_PDEATHSIG = 1
-_LOG_TAIL_BYTES = 4000
 
 NULL_CONFIG = """\
 route:
@@ -75,12 +69,6 @@ class AlertmanagerBinaries:
         return cls(alertmanager=server, amtool=amtool)
 
 
-def _die_with_parent() -> None:
-    # Between fork and exec: if the test process dies, the kernel ends Alertmanager too.
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
 @dataclass
 class LocalAlertmanager(StopOnExit):
     """A running Alertmanager. Use as a context manager or call :meth:`stop`."""
@@ -102,22 +90,11 @@ class LocalAlertmanager(StopOnExit):
         return self.process.poll() is None
 
     def log_tail(self) -> str:
-        try:
-            return self.log_path.read_bytes()[-_LOG_TAIL_BYTES:].decode("utf-8", "replace")
-        except OSError:
-            return ""
+        return log_tail(self.log_path)
 
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM, then SIGKILL after ``timeout`` seconds. Idempotent."""
-        if self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            logger.warning("alertmanager pid %s ignored SIGTERM; killing it", self.pid)
-            self.process.kill()
-            self.process.wait(timeout=timeout)
+        stop_process("alertmanager", self.process, timeout)
 
     def restart(self) -> None:
         """Stop, then start again on the same port with the same storage and config."""
@@ -153,33 +130,11 @@ def _spawn(
         "--cluster.listen-address=",  # no gossip: a test instance stands alone
         "--log.level=debug",
     ]
-    with (workdir / "alertmanager.log").open("ab") as log:
-        return subprocess.Popen(  # noqa: S603 - fixed argv, no shell
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=workdir,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )
+    return spawn(argv, workdir, workdir / "alertmanager.log")
 
 
 def _wait_ready(am: LocalAlertmanager, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not am.is_running():
-            raise AlertmanagerStartError(
-                f"alertmanager exited with {am.process.returncode}:\n{am.log_tail()}"
-            )
-        with (
-            contextlib.suppress(OSError),
-            urllib.request.urlopen(f"{am.url}/-/ready", timeout=1.0) as response,  # noqa: S310
-        ):
-            if response.status == 200:
-                return
-        time.sleep(0.05)
-    raise AlertmanagerStartError(f"alertmanager not ready after {timeout}s:\n{am.log_tail()}")
+    wait_ready("alertmanager", am.url, am.process, am.log_path, timeout, AlertmanagerStartError)
 
 
 def start_alertmanager(

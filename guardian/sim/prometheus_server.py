@@ -10,16 +10,10 @@ the process; the child also asks the kernel to end it if its parent dies.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import logging
 import shutil
-import signal
 import socket
 import subprocess
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,13 +21,11 @@ from typing import Any
 
 import yaml
 
+from guardian.sim.local_process import LOG_TAIL_BYTES, log_tail, spawn, stop_process, wait_ready
 from guardian_common.errors import GuardianError, PermanentError
 from guardian_common.stop_on_exit import StopOnExit
 
 logger = logging.getLogger(__name__)
-
-_PR_SET_PDEATHSIG = 1
-_LOG_TAIL_BYTES = 4000
 
 
 class PrometheusNotInstalledError(PermanentError):
@@ -64,14 +56,6 @@ class PrometheusBinaries:
                 "`apt-get install -y prometheus` (the README's test command does this)"
             )
         return cls(prometheus=str(found["prometheus"]), promtool=str(found["promtool"]))
-
-
-def _tail(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return ""
-    return data[-_LOG_TAIL_BYTES:].decode("utf-8", "replace")
 
 
 def backfill_openmetrics(
@@ -113,7 +97,7 @@ def backfill_openmetrics(
         raise BackfillError(f"promtool backfill of {source} took over {timeout}s") from exc
     if result.returncode != 0:
         output = (result.stderr or result.stdout).strip()
-        raise BackfillError(f"promtool could not backfill {source}: {output[-_LOG_TAIL_BYTES:]}")
+        raise BackfillError(f"promtool could not backfill {source}: {output[-LOG_TAIL_BYTES:]}")
 
 
 def free_loopback_port() -> int:
@@ -121,13 +105,6 @@ def free_loopback_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
-
-
-def _die_with_parent() -> None:
-    # Runs in the child between fork and exec: if the test process is killed,
-    # the kernel sends SIGTERM to Prometheus instead of leaving it behind.
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 @dataclass
@@ -150,19 +127,11 @@ class LocalPrometheus(StopOnExit):
         return self.process.poll() is None
 
     def log_tail(self) -> str:
-        return _tail(self.log_path)
+        return log_tail(self.log_path)
 
     def stop(self, timeout: float = 10.0) -> None:
         """End the process: SIGTERM, then SIGKILL after ``timeout`` seconds. Idempotent."""
-        if self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            logger.warning("prometheus pid %s ignored SIGTERM; killing it", self.pid)
-            self.process.kill()
-            self.process.wait(timeout=timeout)
+        stop_process("prometheus", self.process, timeout)
 
 
 @dataclass(frozen=True)
@@ -220,20 +189,7 @@ def _argv(
 
 
 def _wait_ready(prom: LocalPrometheus, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not prom.is_running():
-            raise PrometheusStartError(
-                f"prometheus exited with {prom.process.returncode}:\n{prom.log_tail()}"
-            )
-        with (
-            contextlib.suppress(OSError),
-            urllib.request.urlopen(f"{prom.url}/-/ready", timeout=1.0) as response,  # noqa: S310
-        ):
-            if response.status == 200:
-                return
-        time.sleep(0.05)
-    raise PrometheusStartError(f"prometheus not ready after {timeout}s:\n{prom.log_tail()}")
+    wait_ready("prometheus", prom.url, prom.process, prom.log_path, timeout, PrometheusStartError)
 
 
 def start_prometheus(
@@ -267,16 +223,7 @@ def start_prometheus(
     last_error: PrometheusStartError | None = None
     for _ in range(attempts):
         port = free_loopback_port()
-        with paths["log"].open("ab") as log:
-            process = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
-                _argv(binaries, options, paths, port),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=workdir,
-                start_new_session=True,
-                preexec_fn=_die_with_parent,
-            )
+        process = spawn(_argv(binaries, options, paths, port), workdir, paths["log"])
         prom = LocalPrometheus(
             url=f"http://127.0.0.1:{port}",
             port=port,
