@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
 
-from guardian_common.stop_on_exit import StopOnExit
+from guardian.sim.loopback_proxy import LoopbackProxy, call, reply
 
 logger = logging.getLogger(__name__)
 
@@ -40,67 +39,31 @@ class Store:
 
 
 @dataclass
-class ThanosQuery(StopOnExit):
+class ThanosQuery(LoopbackProxy):
     stores: Sequence[Store]
-    _server: ThreadingHTTPServer | None = None
-
-    @property
-    def url(self) -> str:
-        if self._server is None:
-            raise RuntimeError("thanos stand-in not started")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def start(self) -> Self:
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: object) -> None:
-                logger.debug("thanos stand-in: %s", format % args)
-
-            def do_GET(self) -> None:
-                proxy._handle(self, b"")
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                proxy._handle(self, self.rfile.read(length))
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> Self:
-        return self.start()
 
     def _handle(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
         parsed = urllib.parse.urlsplit(handler.path)
         if parsed.path not in _QUERY_PATHS:
             headers = {k: v for k, v in handler.headers.items() if k.lower() in _FORWARDED_HEADERS}
-            status, data = _call(self.stores[0].url + handler.path, handler.command, body, headers)
-            _reply(handler, status, data)
+            status, data = call(self.stores[0].url + handler.path, handler.command, body, headers)
+            reply(handler, status, data)
             return
         params = urllib.parse.parse_qsl(parsed.query) + urllib.parse.parse_qsl(body.decode())
         form = urllib.parse.urlencode(params).encode()
         answers = []
         for store in self.stores:
-            status, data = _call(
+            status, data = call(
                 store.url + parsed.path,
                 "POST",
                 form,
                 {"Content-Type": "application/x-www-form-urlencoded"},
             )
             if status != 200:
-                _reply(handler, status, data)
+                reply(handler, status, data)
                 return
             answers.append((store, json.loads(data)))
-        _reply(handler, 200, json.dumps(_merge(answers)).encode())
+        reply(handler, 200, json.dumps(_merge(answers)).encode())
 
 
 def _merge(answers: list[tuple[Store, dict[str, Any]]]) -> dict[str, Any]:
@@ -118,25 +81,3 @@ def _merge(answers: list[tuple[Store, dict[str, Any]]]) -> dict[str, Any]:
     if warnings:
         merged["warnings"] = warnings
     return merged
-
-
-def _call(url: str, method: str, body: bytes, headers: Mapping[str, str]) -> tuple[int, bytes]:
-    request = urllib.request.Request(  # noqa: S310 - loopback upstreams
-        url, data=body or None, method=method, headers=dict(headers)
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
-            return int(response.status), bytes(response.read())
-    except urllib.error.HTTPError as exc:
-        return int(exc.code), bytes(exc.read())
-
-
-def _reply(handler: BaseHTTPRequestHandler, status: int, data: bytes) -> None:
-    try:
-        handler.send_response(status)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
-    except (BrokenPipeError, ConnectionResetError):
-        pass  # the client gave up
