@@ -11,14 +11,17 @@ side by side on one fleet, and a check that both decide the same alerts.
    ``evaluationTime`` and each rule's are read from ``/api/v1/rules`` after every
    evaluation, with the active alerts.
 3. Rule evaluation is switched off and our engine (a child process) evaluates the same
-   files against the same server at the same slots, with its SQLite state store.
+   files against the same server at the same slots, with its SQLite state store and
+   ``--concurrent-queries`` (``prometheus.concurrent_queries``, default its default);
+   then, as the same-run baseline, once more with its queries one at a time.
 4. Printed: per group and per rule, Prometheus's time, the engine's, the ratio, the
-   engine's time outside queries, queries per cycle; both RSS figures; and the equality
-   check: the same alert label sets in the same state (pending/firing) at every slot.
+   engine process's CPU, queries per cycle; both RSS figures; the engine at once
+   against in order; and the equality check, for both engine runs: the same alert label
+   sets in the same state (pending/firing) at every slot.
    Medians are over ``--evaluations`` evaluations (the first after the reload is not timed).
 
     .venv/bin/python bench/pack_bench.py [--gpus 2000|10000|25000] [--pack guardian|dcgm]
-        [--rules DIR] [--evaluations 5] [--interval 30] [--json OUT]
+        [--rules DIR] [--evaluations 5] [--interval 30] [--concurrent-queries 4] [--json OUT]
 
 ``--rules`` benchmarks another copy of the pack (e.g. ``git show`` of an older one); its
 files must keep the shipped names. Exit status 1 when the decisions differ.
@@ -41,6 +44,7 @@ import pack_prometheus
 import pack_report
 from fleet_core import Fleet, Timeline
 
+from guardian.app.settings.clients import PrometheusSettings
 from guardian.engine.rules.slots import slot_offset_ns
 from guardian.sim.prometheus_server import PrometheusOptions, start_prometheus
 
@@ -93,17 +97,23 @@ def placed(files: list[Path], work: Path, interval: float) -> list[Path]:
 
 
 def run_engine(
-    url: str, files: list[Path], interval: float, slots: dict[str, list[float]], work: Path
+    url: str,
+    files: list[Path],
+    slots: dict[str, list[float]],
+    args: argparse.Namespace,
+    work: Path,
+    concurrency: int,
 ) -> Path:
-    job = work / "engine-job.json"
-    out = work / "engine.jsonl"
+    job = work / f"engine-job-{concurrency}.json"
+    out = work / f"engine-{concurrency}.jsonl"
     job.write_text(
         json.dumps(
             {
                 "url": url,
-                "interval": interval,
+                "interval": float(args.interval),
                 "rule_files": [str(f) for f in files],
                 "slots": slots,
+                "concurrent_queries": concurrency,
             }
         )
     )
@@ -114,6 +124,11 @@ def run_engine(
         cwd=ROOT,
     )
     return out
+
+
+def _default_concurrency() -> int:
+    field = PrometheusSettings.model_fields.get("concurrent_queries")
+    return int(field.default) if field is not None else 1  # an older checkout: in order
 
 
 def engine_slots(run: pack_prometheus.PrometheusRun, interval: float) -> dict[str, list[float]]:
@@ -138,6 +153,12 @@ def main() -> int:
     parser.add_argument("--interval", type=int, default=30, help="evaluation interval, seconds")
     parser.add_argument("--load", choices=("remote-write", "promtool"), default="remote-write")
     parser.add_argument("--seed", type=int, default=21)
+    parser.add_argument(
+        "--concurrent-queries",
+        type=int,
+        default=_default_concurrency(),
+        help="the engine's prometheus.concurrent_queries (default: its default)",
+    )
     parser.add_argument("--json", help="write the figures to this file too")
     parser.add_argument("--keep", help="copy the engine's output and Prometheus's evaluations here")
     args = parser.parse_args()
@@ -188,10 +209,15 @@ def main() -> int:
             run = pack_prometheus.watch(prom.url, groups, args.evaluations, args.interval, timeout)
             pack_prometheus.reload_rules(prom.url, prom.config_path, [], f"{args.interval}s")
             prom_rss = pack_prometheus.process_rss_mib(prom.pid)
-            out = run_engine(
-                prom.url, files, float(args.interval), engine_slots(run, args.interval), work
-            )
+            slots = engine_slots(run, args.interval)
+            out = run_engine(prom.url, files, slots, args, work, args.concurrent_queries)
             engine = pack_report.read_engine(out)
+            # The same-run baseline: the engine once more, its queries one at a time.
+            in_order = None
+            if args.concurrent_queries > 1:
+                in_order = pack_report.read_engine(
+                    run_engine(prom.url, files, slots, args, work, 1)
+                )
             if args.keep:
                 Path(args.keep).mkdir(parents=True, exist_ok=True)
                 shutil.copy(out, Path(args.keep) / "engine.jsonl")
@@ -201,6 +227,8 @@ def main() -> int:
         finally:
             prom.stop()
     figures = pack_report.figures(run, engine, sources)
+    if in_order is not None:
+        figures["in_order"] = pack_report.figures(run, in_order, sources)
     figures |= {
         "gpus": args.gpus,
         "pack": args.pack,
@@ -208,11 +236,13 @@ def main() -> int:
         "samples": samples,
         "prometheus_rss_mib": prom_rss,
         "interval": args.interval,
+        "concurrent_queries": args.concurrent_queries,
     }
     pack_report.print_report(figures)
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=1))
-    return 0 if figures["equal"] else 1
+    equal = figures["equal"] and figures.get("in_order", figures)["equal"]
+    return 0 if equal else 1
 
 
 if __name__ == "__main__":

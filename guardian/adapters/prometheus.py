@@ -26,6 +26,7 @@ from typing import Any, Literal, TypeVar
 
 import requests
 from prometheus_api_client import PrometheusConnect
+from requests.adapters import HTTPAdapter
 from urllib3.exceptions import MaxRetryError, NewConnectionError, TimeoutError
 from urllib3.util.retry import Retry
 
@@ -133,6 +134,7 @@ def _data(body: Any) -> tuple[Any, Any, tuple[str, ...]]:
 LabelCache = dict[tuple[tuple[str, str], ...], LabelSet]
 _CACHED_EXPRESSIONS = 256
 _SMALL_ANSWER = 8  # series
+_POOL_SIZE = 64  # connections kept per target
 
 
 def _interned(metric: dict[str, str], seen: LabelCache, fresh: LabelCache) -> LabelSet:
@@ -212,6 +214,11 @@ class PrometheusQuerier:
             session=session or _session(http),
             timeout=http.timeout,
             method=access.method,
+        )
+        # Rules and template queries run at once (prometheus.concurrent_queries, per
+        # evaluating group): keep a connection for each, not requests' default 10.
+        self._client._session.mount(
+            self._client.url, HTTPAdapter(max_retries=retry, pool_maxsize=_POOL_SIZE)
         )
 
     def close(self) -> None:

@@ -18,6 +18,7 @@ from guardian.app.rules.for_state_gather import ForStateRestorer
 from guardian.app.rules.metrics import EngineMetrics
 from guardian.app.rules.remote_source import RulerSource
 from guardian.app.rules.runtime import RuleEngine
+from guardian.app.rules.thread_fan_out import ThreadFanOut
 from guardian.app.settings.clients import RemoteWriteSettings
 from guardian.app.settings.config_file import Settings
 from guardian.engine.rules.alerting import TemplateEnv
@@ -118,5 +119,6 @@ def build_engine(
         monotonic=monotonic,
         clock=clock,
         evaluator=ruler,
+        fan_out=ThreadFanOut(settings.prometheus.concurrent_queries),
     )
     return EngineParts(engine, querier)

@@ -29,6 +29,7 @@ from guardian.app.rules.for_state_gather import MAX_ATTEMPTS, ForStateRestorer, 
 from guardian.app.rules.metrics import EngineMetrics
 from guardian.engine.rules.alert_series import build_alert_series, stale_series
 from guardian.engine.rules.alerting import TemplateEnv
+from guardian.engine.rules.fan_out import FanOut, in_order
 from guardian.engine.rules.for_state import RestorePolicy, restore_for_state, series_sample
 from guardian.engine.rules.group_eval import CompiledGroup, GroupState, QueryFn, evaluate_group
 from guardian.model.alerts import Alert, AlertState, GroupEvaluation
@@ -104,10 +105,12 @@ class RuleEngine:
         listeners: Iterable[Listener] = (),
         transaction_hooks: Iterable[TransactionHook] = (),
         evaluator: GroupEvaluator | None = None,
+        fan_out: FanOut = in_order,
     ) -> None:
         """``for_state``: restore from Prometheus (the groups given here, the first
         load). ``clock``: the wall clock that restore uses, as Prometheus does.
-        ``may_write``: whether this replica remote-writes now (the leader only)."""
+        ``may_write``: whether this replica remote-writes now (the leader only).
+        ``fan_out``: runs a group's rules and template queries at once (a ThreadFanOut)."""
         self.query = query
         self.metrics = metrics or EngineMetrics()
         self.env = env or TemplateEnv({})
@@ -119,6 +122,7 @@ class RuleEngine:
         self.for_state = for_state
         self.may_write = may_write
         self.evaluator = evaluator
+        self.fan_out = fan_out
         self._monotonic = monotonic
         self._clock = clock
         self._groups: dict[str, GroupRuntime] = {}
@@ -223,6 +227,7 @@ class RuleEngine:
                     self.query,
                     env=self.env,
                     monotonic=self._monotonic,
+                    fan_out=self.fan_out,
                 )
             restoring = persist and runtime.pending_restore is not None
             if restoring:
@@ -366,9 +371,10 @@ class RuleEngine:
             return all(r.last is not None for r in self._groups.values())
 
     def close(self) -> None:
-        close_evaluator = getattr(self.evaluator, "close", None)
-        if close_evaluator is not None:
-            close_evaluator()
+        for part in (self.evaluator, self.fan_out):
+            close_part = getattr(part, "close", None)
+            if close_part is not None:
+                close_part()
         if self.remote_write is not None:
             self.remote_write.close()
         if self.store is not None:

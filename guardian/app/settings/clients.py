@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from guardian.model.http_client import BasicAuthConfig, HttpClientConfig, TlsConfig
-from guardian_common.config_types import Bool, ConfigPath, Duration, StrictModel
+from guardian_common.config_types import Bool, ConfigPath, Duration, Int, StrictModel
 from guardian_common.redact import redact_url
 
 # Headers the remote-write protocol or the auth options own; Prometheus refuses them too.
@@ -123,6 +123,10 @@ class PrometheusSettings(HttpClientSettings):
     method: Literal["GET", "POST"] = "GET"
     """HTTP method of queries. GET: what every Prometheus-compatible API accepts; POST
     for expressions too long for a proxy's URL limit."""
+    concurrent_queries: Int = Field(default=4, ge=1, le=64)
+    """Queries one group evaluation keeps in flight at most: its rules at once, and the
+    ``query`` calls of a rule's annotations (one per alert). 1: one after another, as
+    Prometheus 2.42 evaluates a group. Decisions are the same either way."""
 
 
 class RemoteWriteTLSSettings(TLSSettings):

@@ -10,12 +10,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from guardian.engine.promql import PromQLError, printed
-from guardian.engine.templates import (
-    QuerySample,
-    Template,
-    TemplateContext,
-    parse_alert_template,
-)
+from guardian.engine.rules.expansion import candidates as expanded
+from guardian.engine.rules.expansion import same_value
+from guardian.engine.rules.fan_out import FanOut, in_order
+from guardian.engine.templates import QuerySample, Template, parse_alert_template
 from guardian.model.alerts import (
     Alert,
     AlertState,
@@ -26,7 +24,7 @@ from guardian.model.alerts import (
     TransitionKind,
 )
 from guardian.model.labels import LabelSet
-from guardian.model.query import PromSample, QueryResult
+from guardian.model.query import QueryResult
 from guardian.model.rules import AlertingRule
 
 # Prometheus keeps resolved alerts this long so they are reported as resolved.
@@ -113,148 +111,10 @@ class RuleStep:
     transitions: list[AlertTransition]
 
 
-def _expand(part: Template | str, ctx: TemplateContext) -> str:
-    return part if isinstance(part, str) else part.expand(ctx)
-
-
-def _alert_labels(
-    compiled: CompiledAlertingRule, sample: PromSample, ctx: TemplateContext | None
-) -> LabelSet:
-    labels = sample.labels.to_dict()
-    labels.pop("__name__", None)
-    for name, part in compiled.labels:
-        value = _expand(part, ctx) if ctx is not None else str(part)
-        if value:
-            labels[name] = value
-        else:
-            labels.pop(name, None)  # an empty value deletes the label, as labels.Builder
-    labels["alertname"] = compiled.rule.name
-    return LabelSet(labels)
-
-
-def expand_sample(
-    compiled: CompiledAlertingRule,
-    sample: PromSample,
-    env: TemplateEnv,
-    query: TemplateQuery | None,
-) -> tuple[LabelSet, LabelSet]:
-    """The alert labels and annotations one sample gives (public: a replay over history
-    expands annotations only where a transition needs them)."""
-    if compiled.static:
-        return _alert_labels(compiled, sample, None), LabelSet(compiled.rule.annotations)
-    ctx = TemplateContext(
-        labels=sample.labels.to_dict(),
-        value=sample.value,
-        external_labels=dict(env.external_labels),
-        external_url=env.external_url,
-        query=query,
-    )
-    notes = LabelSet({k: _expand(p, ctx) for k, p in compiled.annotations})
-    return _alert_labels(compiled, sample, ctx), notes
-
-
-def _logged_expansion(
-    compiled: CompiledAlertingRule,
-    sample: PromSample,
-    env: TemplateEnv,
-    query: TemplateQuery | None,
-) -> tuple[LabelSet, LabelSet, QueryLog]:
-    """``expand_sample``, with the template queries it made."""
-    if not compiled.uses_query or query is None:
-        key, notes = expand_sample(compiled, sample, env, query)
-        return key, notes, None if compiled.uses_query else ()
-    ask = query
-    log: list[tuple[str, Sequence[QuerySample]]] = []
-    failed = False
-
-    def logged(expr: str) -> Sequence[QuerySample]:
-        nonlocal failed
-        try:
-            answer = ask(expr)
-        except BaseException:
-            failed = True
-            raise
-        log.append((expr, answer))
-        return answer
-
-    key, notes = expand_sample(compiled, sample, env, logged)
-    return key, notes, None if failed else tuple(log)
-
-
-Fetched = dict[str, Sequence[QuerySample] | Exception]
-
-
-def _same_answers(log: QueryLog, query: TemplateQuery | None, fetched: Fetched) -> bool:
-    """Whether a memoised expansion's queries get the answers they got then (each one
-    asked again; what came back, or the error, is left in ``fetched`` for a new
-    expansion to use)."""
-    if not log:
-        return log is not None
-    if query is None:
-        return False
-    for expr, before in log:
-        try:
-            now = query(expr)
-        except Exception as exc:  # per item: the expansion that follows reports it its way
-            fetched[expr] = exc
-            return False
-        fetched[expr] = now
-        if now != before:  # a NaN never equals itself: expanded again
-            return False
-    return True
-
-
-def _candidates(
-    compiled: CompiledAlertingRule,
-    answer: QueryResult,
-    env: TemplateEnv,
-    query: TemplateQuery | None,
-) -> dict[LabelSet, tuple[float, LabelSet]] | None:
-    """Alert labels -> (value, annotations) per sample; None on a label-set collision."""
-    out: dict[LabelSet, tuple[float, LabelSet]] = {}
-    memo = compiled.memo
-    fresh: dict[LabelSet, MemoEntry] = {}
-    for sample in answer.samples:
-        labels, value = sample.labels, sample.value
-        hit = memo.get(labels)
-        fetched: Fetched = {}
-        if (
-            hit is not None
-            and _same(hit[0], value)
-            and (hit[1] is env or hit[1] == env)
-            and _same_answers(hit[4], query, fetched)
-        ):
-            key, notes, log = hit[2], hit[3], hit[4]
-        else:
-            asked = _prefetched(fetched, query) if fetched and query is not None else query
-            key, notes, log = _logged_expansion(compiled, sample, env, asked)
-        fresh[labels] = (value, env, key, notes, log)
-        if key in out:
-            return None
-        out[key] = (value, notes)
-    memo.clear()
-    memo.update(fresh)
-    return out
-
-
-def _prefetched(fetched: Fetched, query: TemplateQuery) -> TemplateQuery:
-    def ask(expr: str) -> Sequence[QuerySample]:
-        got = fetched.get(expr)
-        if isinstance(got, Exception):
-            raise got
-        return query(expr) if got is None else got
-
-    return ask
-
-
 def _ms(seconds: float) -> int:
     """Durations compare in whole milliseconds, as Prometheus's timestamps do, so float
     rounding in slot arithmetic can never move a boundary."""
     return round(seconds * 1000)
-
-
-def _same(a: float, b: float) -> bool:
-    return a == b or (a != a and b != b)  # NaN is unchanged NaN
 
 
 def _transition(
@@ -302,8 +162,10 @@ def evaluate_alerting_rule(
     limit: int = 0,
     env: TemplateEnv | None = None,
     query: TemplateQuery | None = None,
+    fan_out: FanOut = in_order,
 ) -> RuleStep:
-    """One evaluation of ``compiled`` at ``ts`` given the query ``answer`` (or its error)."""
+    """One evaluation of ``compiled`` at ``ts`` given the query ``answer`` (or its error).
+    ``fan_out`` runs the expansions of a rule whose templates call ``query``."""
     rule = compiled.rule
     if isinstance(answer, BaseException):
         reason = str(getattr(answer, "reason", "error"))
@@ -312,7 +174,7 @@ def evaluate_alerting_rule(
         health = EvaluationHealth.PARTIAL if answer.partial else EvaluationHealth.WARNINGS
         error = "; ".join(answer.warnings) or "partial response"
         return _unchanged(active, rule.name, health, error, answer, health.value)
-    candidates = _candidates(compiled, answer, env or TemplateEnv({}), query)
+    candidates = expanded(compiled, answer, env or TemplateEnv({}), query, fan_out)
     if candidates is None:
         return _unchanged(
             active, rule.name, EvaluationHealth.FAILED, COLLISION_ERROR, answer, "collision"
@@ -323,7 +185,7 @@ def evaluate_alerting_rule(
     for labels, (value, notes) in candidates.items():
         existing = new.get(labels)
         if existing is not None and existing.state is not AlertState.INACTIVE:
-            if not _same(existing.value, value) or (
+            if not same_value(existing.value, value) or (
                 existing.annotations is not notes and existing.annotations != notes
             ):
                 # Only a changed alert becomes a new object: the store writes just those.

@@ -1,7 +1,10 @@
-"""Evaluate one rule group at one timestamp: every alerting rule, in order, one query each.
+"""Evaluate one rule group at one timestamp: every alerting rule, one query each.
 
 The query function is injected; it raises TransientError/PermanentError (or anything
-else) on failure, and each rule's failure is kept to that rule.
+else) on failure, and each rule's failure is kept to that rule. The rules go through
+``fan_out`` (in order by default): no rule reads another's result within an evaluation
+(ALERTS are written once the group is done), so running them at once decides the same,
+and outcomes and transitions keep the rules' order.
 """
 
 from __future__ import annotations
@@ -10,15 +13,18 @@ import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 
 from guardian.engine.rules.alerting import (
     ActiveMap,
     CompiledAlertingRule,
+    RuleStep,
     TemplateEnv,
     evaluate_alerting_rule,
 )
+from guardian.engine.rules.fan_out import FanOut, in_order
 from guardian.engine.templates import QuerySample
-from guardian.model.alerts import Alert, AlertTransition, GroupEvaluation, RuleOutcome
+from guardian.model.alerts import Alert, AlertTransition, GroupEvaluation
 from guardian.model.labels import LabelSet
 from guardian.model.query import QueryResult
 from guardian.model.rules import RuleGroup
@@ -66,6 +72,7 @@ def evaluate_group(
     *,
     env: TemplateEnv | None = None,
     monotonic: Callable[[], float] | None = None,
+    fan_out: FanOut = in_order,
 ) -> tuple[dict[str, dict[LabelSet, Alert]], GroupEvaluation]:
     """All alerting rules of the group at ``ts``. Returns the new state and what happened."""
     env = env or TemplateEnv({})
@@ -73,15 +80,12 @@ def evaluate_group(
     def template_query(expr: str) -> list[QuerySample]:
         return [QuerySample(s.labels.to_dict(), s.value) for s in query(expr, ts).samples]
 
-    new_state: dict[str, dict[LabelSet, Alert]] = {}
-    outcomes: list[RuleOutcome] = []
-    transitions: list[AlertTransition] = []
-    for key, rule in compiled.rules:
+    def run(key: str, rule: CompiledAlertingRule) -> RuleStep:
         started = monotonic() if monotonic else 0.0
         answer: QueryResult | BaseException
         try:
             answer = query(rule.query, ts)
-        except Exception as exc:
+        except Exception as exc:  # per rule: the others are still evaluated
             logger.warning("rule %s in group %s failed: %s", rule.rule.name, compiled.name, exc)
             answer = exc
         step = evaluate_alerting_rule(
@@ -93,18 +97,24 @@ def evaluate_group(
             limit=compiled.group.limit,
             env=env,
             query=template_query,
+            fan_out=fan_out,
         )
-        outcome = step.outcome
-        if monotonic is not None:
-            outcome = dataclasses.replace(outcome, duration_seconds=monotonic() - started)
+        if monotonic is None:
+            return step
+        outcome = dataclasses.replace(step.outcome, duration_seconds=monotonic() - started)
+        return dataclasses.replace(step, outcome=outcome)
+
+    steps = fan_out([partial(run, key, rule) for key, rule in compiled.rules])
+    new_state: dict[str, dict[LabelSet, Alert]] = {}
+    transitions: list[AlertTransition] = []
+    for (key, _), step in zip(compiled.rules, steps, strict=True):
         new_state[key] = step.active
-        outcomes.append(outcome)
         transitions.extend(step.transitions)
     evaluation = GroupEvaluation(
         group=compiled.name,
         file=compiled.group.file,
         ts=ts,
-        outcomes=tuple(outcomes),
+        outcomes=tuple(step.outcome for step in steps),
         transitions=tuple(transitions),
     )
     return new_state, evaluation

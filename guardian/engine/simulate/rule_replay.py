@@ -19,8 +19,8 @@ from guardian.engine.rules.alerting import (
     CompiledAlertingRule,
     TemplateEnv,
     evaluate_alerting_rule,
-    expand_sample,
 )
+from guardian.engine.rules.expansion import expand_sample
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.engine.templates import QuerySample
 from guardian.model.alerts import (

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from guardian.app.rules.build import prometheus_access, remote_write_client
+from guardian.app.rules.build import build_engine, prometheus_access, remote_write_client
+from guardian.app.rules.thread_fan_out import ThreadFanOut
 from guardian.app.settings.config_file import load_settings, parse_settings
 from guardian.model.http_client import BasicAuthConfig, HttpClientConfig, TlsConfig
 from guardian_common.errors import ConfigError, ConfigErrors
@@ -62,6 +63,22 @@ def test_prometheus_keeps_what_it_allowed_before() -> None:
     settings = parse_settings(text, "/etc/conf.yaml")
     assert settings.prometheus.client_config().tls.cert == "/c.pem"
     assert settings.prometheus.headers == {"Authorization": "Custom x"}
+
+
+@pytest.mark.parametrize("value", ["0", "65", "two"])
+def test_concurrent_queries_out_of_range_name_the_line_and_field(value: str) -> None:
+    text = HEAD.replace(
+        "  url: http://prom:9090\n", f"  url: http://prom:9090\n  concurrent_queries: {value}\n"
+    )
+    with pytest.raises(ConfigErrors) as info:
+        parse_settings(text, "conf.yaml")
+    error = info.value.errors[0]
+    assert (error.path, error.line, error.field) == (
+        "conf.yaml",
+        3,
+        "prometheus.concurrent_queries",
+    )
+    assert parse_settings(HEAD, "conf.yaml").prometheus.concurrent_queries == 4
 
 
 def test_prometheus_refuses_two_kinds_of_auth_naming_the_field() -> None:
@@ -133,3 +150,16 @@ def test_a_missing_remote_write_tls_file_fails_at_startup(tmp_path: Path, option
     with pytest.raises(ConfigError, match="no such file") as info:
         remote_write_client(settings.remote_write)
     assert info.value.field == f"remote_write.tls.{option}"
+
+
+def test_the_engine_runs_its_queries_with_the_configured_concurrency(tmp_path: Path) -> None:
+    (tmp_path / "r.yaml").write_text("groups: [{name: g, rules: [{alert: A, expr: up == 0}]}]\n")
+    config = tmp_path / "conf.yaml"
+    config.write_text(HEAD.replace("rule_files", "  concurrent_queries: 3\nrule_files"))
+    parts = build_engine(load_settings(config), persistent=False)
+    try:
+        assert isinstance(parts.engine.fan_out, ThreadFanOut)
+        assert parts.engine.fan_out.limit == 3
+    finally:
+        parts.engine.close()
+        parts.querier.close()

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from guardian.engine.rules import alerting
+from guardian.engine.rules import expansion
 from guardian.engine.rules.alerting import (
     COLLISION_ERROR,
     RESOLVED_RETENTION_SECONDS,
@@ -327,13 +327,13 @@ def test_query_templates_are_asked_every_time_and_reexpanded_when_an_answer_chan
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     expansions: list[float] = []
-    real = alerting.expand_sample
+    real = expansion.expand_sample
 
     def counted(*args: Any) -> tuple[LabelSet, LabelSet]:
         expansions.append(args[1].value)
         return real(*args)
 
-    monkeypatch.setattr(alerting, "expand_sample", counted)
+    monkeypatch.setattr(expansion, "expand_sample", counted)
     rule = AlertingRule(
         "A",
         "m",
