@@ -30,6 +30,7 @@ from guardian.app.rules.build import (
     remote_write_client,
 )
 from guardian.app.rules.scheduler import GroupScheduler
+from guardian.app.rules.thread_fan_out import ThreadFanOut
 from guardian.app.settings.config_file import Settings, load_settings
 from guardian.engine.rules.alerting import TemplateEnv
 from guardian_common.errors import ConfigError
@@ -143,6 +144,9 @@ class EngineRunner:
             logger.warning("reload: listen_address and web changes need a restart")
         if settings.prometheus != self.settings.prometheus:
             self._replace_querier(settings)
+        limit = settings.prometheus.concurrent_queries
+        if limit != self.settings.prometheus.concurrent_queries:
+            self._replace_fan_out(limit)
         if settings.remote_write != self.settings.remote_write:
             self._replace_remote_write(settings)
         engine.env = TemplateEnv(settings.external_labels, settings.external_url)
@@ -166,6 +170,14 @@ class EngineRunner:
         if engine.for_state is not None:
             engine.for_state.querier = querier
         old.close()
+
+    def _replace_fan_out(self, limit: int) -> None:
+        engine = self.parts.engine
+        # An evaluation still holding the old one finishes in its own thread.
+        old, engine.fan_out = engine.fan_out, ThreadFanOut(limit)
+        close = getattr(old, "close", None)
+        if close is not None:
+            close()
 
     def _replace_remote_write(self, settings: Settings) -> None:
         engine = self.parts.engine

@@ -4,7 +4,8 @@ at once, each waiting on its own queries (``guardian/engine/rules/fan_out.py``).
 The calling thread works through the calls too, with up to ``limit - 1`` helpers from a
 pool the whole engine shares, so a batch never waits on a helper that has not started:
 a batch inside a batch (a rule's expansions inside its group's rules) cannot starve the
-pool. A helper that starts after the work is gone returns at once.
+pool. A helper that starts after the work is gone returns at once. Once closed, the
+caller runs every call itself (an evaluation that began before a reload finishes).
 """
 
 from __future__ import annotations
@@ -70,9 +71,12 @@ class ThreadFanOut:
                 finally:
                     batch.finish()
 
-        helpers: list[Future[None]] = [
-            self._pool.submit(drain) for _ in range(min(self.limit, len(calls)) - 1)
-        ]
+        helpers: list[Future[None]] = []
+        for _ in range(min(self.limit, len(calls)) - 1):
+            try:
+                helpers.append(self._pool.submit(drain))
+            except RuntimeError:  # closed (a reload replaced it): the caller does the rest
+                break
         drain()
         batch.wait()
         for helper in helpers:

@@ -156,3 +156,21 @@ def test_status_api_answers_what_the_local_status_does(
         "guardian status: cannot reach http://[redacted]@127.0.0.1:1/api/v1/status"
     )
     assert "secret" not in err
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(180)
+def test_a_new_query_concurrency_applies_at_reload(runner: Any) -> None:
+    runner, clock, _ = runner
+    config = Path(runner.config_path)
+    before = runner.parts.engine.fan_out
+    assert before.limit == 4
+    text = config.read_text().replace("timeout: 10s}", "timeout: 10s, concurrent_queries: 2}")
+    config.write_text(text)
+    assert runner.reload() is True
+    assert runner.parts.engine.fan_out.limit == 2
+    _evaluate(runner, clock, 40, 41)
+    assert runner.parts.engine.runtime(runner.parts.engine.groups[0].key).last is not None
+    # An evaluation that still holds the old one (it began before the reload) finishes:
+    # closed, it runs the calls in its own thread.
+    assert before([lambda: 1, lambda: 2, lambda: 3]) == [1, 2, 3]

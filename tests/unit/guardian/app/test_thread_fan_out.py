@@ -167,3 +167,10 @@ def test_a_group_evaluated_at_once_decides_what_it_decides_in_order() -> None:
     assert any("same labelset" in e for e in errors)
     notes = {t.annotations["peak"] for e in in_turn for t in e.transitions if t.rule == "Low"}
     assert notes >= {"0", "1", "2"}
+
+
+def test_once_closed_the_calls_run_in_the_calling_thread() -> None:
+    pool = ThreadFanOut(3)
+    pool.close()
+    caller = threading.get_ident()
+    assert pool([threading.get_ident for _ in range(4)]) == [caller] * 4
