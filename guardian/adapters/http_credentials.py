@@ -1,13 +1,15 @@
-"""Credentials and TLS files of an :class:`HttpClientConfig`, for ``requests``.
+"""Credentials and TLS files of an :class:`HttpClientConfig`, as ``Authorization`` values
+(the query transport) and as ``requests`` auth (the remote-write client).
 
-Both the query client and the remote-write client authenticate through
-:class:`FileCredentials`, which reads the bearer token file or the password file again
-for every request: Kubernetes rotates a mounted Secret or a projected service-account
-token in place, and a client that read it once would fail after the rotation.
+Both clients authenticate through :func:`authorization`, which reads the bearer token
+file or the password file again for every request: Kubernetes rotates a mounted Secret
+or a projected service-account token in place, and a client that read it once would
+fail after the rotation.
 """
 
 from __future__ import annotations
 
+import base64
 import re
 from pathlib import Path
 
@@ -52,35 +54,46 @@ def secrets_of(config: HttpClientConfig) -> Secrets:
     return secrets
 
 
-class FileCredentials(requests.auth.AuthBase):
-    """Sets ``Authorization`` from the config, reading secret files at request time.
+def basic(username: str, password: str) -> str:
+    """An ``Authorization`` value for basic auth (latin-1 as requests sends it, else UTF-8)."""
+    try:
+        pair = f"{username}:{password}".encode("latin-1")
+    except UnicodeEncodeError:
+        pair = f"{username}:{password}".encode()
+    return "Basic " + base64.b64encode(pair).decode()
 
-    Every value read is added to ``secrets``, so the client's messages can never show it."""
+
+def authorization(config: HttpClientConfig, secrets: Secrets) -> str | None:
+    """The ``Authorization`` value ``config`` asks for, its secret files read now; every
+    value read is added to ``secrets``, so no message can show it. None without auth."""
+    if config.bearer_token_file is not None:
+        token = _read(config.bearer_token_file, "bearer token file")
+        if not token:
+            raise CredentialError(f"bearer token file {config.bearer_token_file} is empty")
+        secrets.add(token)
+        return f"Bearer {token}"
+    auth = config.basic_auth
+    if auth is None:
+        return None
+    password = auth.password or ""
+    if auth.password_file is not None:
+        password = _read(auth.password_file, "password file")
+    secrets.add_basic(auth.username, password)
+    return basic(auth.username, password)
+
+
+class FileCredentials(requests.auth.AuthBase):
+    """Sets ``Authorization`` from the config, reading secret files at request time."""
 
     def __init__(self, config: HttpClientConfig, secrets: Secrets | None = None) -> None:
         self._config = config
         self._secrets = secrets if secrets is not None else Secrets()
 
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
-        config = self._config
-        if config.bearer_token_file is not None:
-            token = _read(config.bearer_token_file, "bearer token file")
-            if not token:
-                raise CredentialError(f"bearer token file {config.bearer_token_file} is empty")
-            self._secrets.add(token)
-            request.headers["Authorization"] = f"Bearer {token}"
-            return request
-        auth = config.basic_auth
-        if auth is None:
-            return request
-        password = auth.password or ""
-        if auth.password_file is not None:
-            password = _read(auth.password_file, "password file")
-        self._secrets.add_basic(auth.username, password)
-        result: requests.PreparedRequest = requests.auth.HTTPBasicAuth(auth.username, password)(
-            request
-        )
-        return result
+        value = authorization(self._config, self._secrets)
+        if value is not None:
+            request.headers["Authorization"] = value
+        return request
 
 
 def credentials(config: HttpClientConfig, secrets: Secrets | None = None) -> FileCredentials | None:

@@ -1,22 +1,21 @@
-"""Queries against Prometheus or Thanos Query, over prometheus-api-client: instant
-vectors for the rules, matrices (range selectors, ``query_range``) for for-state restore.
+"""Queries against Prometheus or Thanos Query: instant vectors for the rules, matrices
+(range selectors, ``query_range``) for for-state restore.
 
-The client's ``custom_query`` returns only ``data.result``: it drops the response's
-``warnings`` (Thanos partial responses arrive as HTTP 200 with warnings) and folds every
-non-200 status into one exception. So the query is sent through the client's own
-configured session (``PrometheusConnect._session``, with its auth, TLS and retry adapter)
-and the whole body is read here. Statuses map to error types: 400 bad query and 422
-execution errors are permanent, 503 (query timeout/overload), other 5xx, 429 and
-connection errors or timeouts are transient. 503 is never retried: Prometheus answers 503
-to a query that timed out, and running it again at once only adds load.
+Requests go through :mod:`guardian.adapters.query_transport` (kept connections, no
+per-call settings work: rule templates send thousands a cycle), and the whole body is
+read here, ``warnings`` included (Thanos partial responses arrive as HTTP 200 with
+warnings). Statuses map to error types: 400 bad query and 422 execution errors are
+permanent, 503 (query timeout/overload), other 5xx, 429 and connection errors or
+timeouts are transient. 503 is never retried: Prometheus answers 503 to a query that
+timed out, and running it again at once only adds load.
 
 Messages show the URL without its userinfo, and every error leaving the querier has its
-text (the server's or the HTTP library's) scrubbed of the endpoint's secrets; the
-library's exception is not chained (its text is in the message, scrubbed).
+text (the server's or the transport's) scrubbed of the endpoint's secrets.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -24,18 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-import requests
-from prometheus_api_client import PrometheusConnect
-from requests.adapters import HTTPAdapter
-from urllib3.exceptions import MaxRetryError, NewConnectionError, TimeoutError
-from urllib3.util.retry import Retry
-
-from guardian.adapters.http_credentials import (
-    CredentialError,
-    credentials,
-    secrets_of,
-    shown_url,
-)
+from guardian.adapters.http_credentials import CredentialError, secrets_of, shown_url
+from guardian.adapters.query_transport import QueryTransport, Reply, TransportError
 from guardian.model.http_client import HttpClientConfig
 from guardian.model.labels import LabelSet
 from guardian.model.query import MatrixResult, PromSample, QueryResult, RangeSeries
@@ -54,6 +43,7 @@ class PrometheusAccess:
     http: HttpClientConfig
     thanos: bool = False  # Thanos Query: no partial responses, dedup, warnings mean partial
     method: Literal["GET", "POST"] = "GET"
+    trust_env: bool = True  # the environment's proxy, CA bundle and netrc apply
 
 
 class QueryFailedError(TransientError):
@@ -72,42 +62,12 @@ class QueryRejectedError(PermanentError):
         self.reason = reason
 
 
-def _session(http: HttpClientConfig) -> requests.Session:
-    session = requests.Session()
-    session.verify = http.tls.verify
-    session.cert = http.tls.cert
-    # The environment's proxy, CA bundle and netrc settings for this URL, resolved once:
-    # requests would re-read them on every request (a scan of the whole environment,
-    # about a third of a small query's client time; rule templates send thousands).
-    env = session.merge_environment_settings(http.url, {}, None, session.verify, session.cert)
-    session.proxies.update(env["proxies"])
-    session.verify = env["verify"]
-    session.auth = requests.utils.get_netrc_auth(http.url)  # used only without credentials
-    session.trust_env = False
-    return session
-
-
-def _error_text(response: requests.Response) -> tuple[str, str]:
+def _error_text(reply: Reply) -> tuple[str, str]:
     try:
-        body = response.json()
+        body = json.loads(reply.body)
         return str(body.get("errorType", "")), str(body.get("error", ""))
-    except ValueError:
-        return "", response.text[:500]
-
-
-def _is_timeout(exc: requests.RequestException) -> bool:
-    if isinstance(exc, requests.Timeout):
-        return True
-    # With a Retry adapter, urllib3 wraps a read timeout in MaxRetryError and requests
-    # raises it as a ConnectionError.
-    cause = exc.args[0] if exc.args else None
-    reason = getattr(cause, "reason", None)
-    # NewConnectionError (refused) subclasses ConnectTimeoutError in urllib3; it is not one.
-    return (
-        isinstance(cause, MaxRetryError)
-        and isinstance(reason, TimeoutError)
-        and not isinstance(reason, NewConnectionError)
-    )
+    except (ValueError, AttributeError):
+        return "", reply.body[:500].decode("utf-8", "replace")
 
 
 def _parse_value(pair: Any) -> float:
@@ -134,7 +94,6 @@ def _data(body: Any) -> tuple[Any, Any, tuple[str, ...]]:
 LabelCache = dict[tuple[tuple[str, str], ...], LabelSet]
 _CACHED_EXPRESSIONS = 256
 _SMALL_ANSWER = 8  # series
-_POOL_SIZE = 64  # connections kept per target
 
 
 def _interned(metric: dict[str, str], seen: LabelCache, fresh: LabelCache) -> LabelSet:
@@ -193,7 +152,6 @@ class PrometheusQuerier:
         *,
         observer: QueryObserver | None = None,
         monotonic: Callable[[], float] = time.monotonic,
-        session: requests.Session | None = None,
     ) -> None:
         self.access = access
         self._observer = observer
@@ -203,26 +161,10 @@ class PrometheusQuerier:
         self._labels: dict[str, LabelCache] = {}
         self._small: dict[str, LabelCache] = {}
         self._labels_lock = threading.Lock()
-        # No status retries (a 503 is a query timeout); one quick connect retry only.
-        retry = Retry(total=1, connect=1, read=0, status=0, other=0, backoff_factor=0)
-        http = access.http
-        self._client = PrometheusConnect(
-            url=http.url.rstrip("/"),
-            headers=dict(http.headers) or None,
-            retry=retry,
-            auth=credentials(http, self._secrets),
-            session=session or _session(http),
-            timeout=http.timeout,
-            method=access.method,
-        )
-        # Rules and template queries run at once (prometheus.concurrent_queries, per
-        # evaluating group): keep a connection for each, not requests' default 10.
-        self._client._session.mount(
-            self._client.url, HTTPAdapter(max_retries=retry, pool_maxsize=_POOL_SIZE)
-        )
+        self._transport = QueryTransport(access.http, self._secrets, trust_env=access.trust_env)
 
     def close(self) -> None:
-        self._client.close()
+        self._transport.close()
 
     def params(self, expr: str, ts: float) -> dict[str, str]:
         return {"query": expr, "time": f"{ts:.3f}", **self._thanos_params()}
@@ -285,26 +227,16 @@ class PrometheusQuerier:
             if self._observer is not None:
                 self._observer(outcome, self._monotonic() - started)
 
-    def _request(self, endpoint: str, params: dict[str, str]) -> Any:
+    def _request(self, endpoint: str, params: dict[str, str], method: str = "") -> Any:
         """The JSON body of a 200 answer from ``/api/v1/<endpoint>``; errors as classes."""
-        client = self._client
-        # Same call custom_query makes, but keeping the whole response (see module doc).
+        method = method or self.access.method
         try:
-            response = client._session.request(
-                method=client._method,
-                url=f"{client.url}/api/v1/{endpoint}",
-                params=params,
-                verify=client._session.verify,
-                headers=client.headers,
-                auth=client.auth,
-                cert=client._session.cert,
-                timeout=self.access.http.timeout,
-            )
+            reply = self._transport.request(method, f"api/v1/{endpoint}", params)
         except CredentialError as exc:
             raise QueryRejectedError(str(exc), reason="auth") from exc
-        except requests.RequestException as exc:
-            detail = self._secrets.scrub(f"{type(exc).__name__}: {exc}")
-            if _is_timeout(exc):
+        except TransportError as exc:
+            detail = self._secrets.scrub(str(exc))
+            if exc.timeout:
                 raise QueryFailedError(
                     f"query to {self.shown_url} timed out after {self.access.http.timeout}s: "
                     f"{detail}",
@@ -313,13 +245,13 @@ class PrometheusQuerier:
             raise QueryFailedError(
                 f"cannot reach {self.shown_url}: {detail}", reason="connection"
             ) from None
-        status = response.status_code
+        status = reply.status
         if status == 200:
             try:
-                return response.json()
+                return json.loads(reply.body)
             except ValueError as exc:
                 raise QueryFailedError("response is not JSON", reason="bad_response") from exc
-        error_type, error = _error_text(response)
+        error_type, error = _error_text(reply)
         message = f"HTTP {status} {error_type}: {error}".strip()
         if status == 400:
             raise QueryRejectedError(message, reason="bad_query")
@@ -330,7 +262,7 @@ class PrometheusQuerier:
         if status == 503:
             reason = "timeout" if error_type == "timeout" else "unavailable"
             raise QueryFailedError(message, reason=reason)
-        retry_after = response.headers.get("Retry-After")
+        retry_after = reply.retry_after
         delay = float(retry_after) if retry_after and retry_after.isdigit() else None
         if status == 429 or status >= 500:
             raise QueryFailedError(message, reason="unavailable", delay=delay)
@@ -338,12 +270,19 @@ class PrometheusQuerier:
 
     def metric_names(self) -> set[str]:
         """Every metric name the target knows (for ``rules check``). Raises
-        QueryFailedError, with the server's or the library's text scrubbed."""
-        try:
-            values = self._client.get_label_values("__name__")
-        except Exception as exc:  # the client library raises its own types and requests'
-            detail = self._secrets.scrub(f"{type(exc).__name__}: {exc}")
+        QueryFailedError/QueryRejectedError, with the server's or the transport's text
+        scrubbed."""
+        body = self._observed_names()
+        values = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(values, list):
             raise QueryFailedError(
-                f"cannot list metric names from {self.shown_url}: {detail}", reason="connection"
-            ) from None
+                f"unexpected response body: {str(body)[:300]}", reason="bad_response"
+            )
         return {str(v) for v in values}
+
+    def _observed_names(self) -> Any:
+        try:
+            return self._request("label/__name__/values", {}, "GET")  # GET only
+        except (QueryFailedError, QueryRejectedError) as exc:
+            exc.args = (self._secrets.scrub(str(exc)),)
+            raise

@@ -120,10 +120,11 @@ def _run_group(
         # for every request was a fifth of the run time).
         session = requests.Session()
         session.trust_env = False
+        querier = PrometheusQuerier(
+            PrometheusAccess(HttpClientConfig(prom.url, timeout=60), trust_env=False)
+        )
         server = TestServer(
-            PrometheusQuerier(
-                PrometheusAccess(HttpClientConfig(prom.url, timeout=60)), session=session
-            ),
+            querier,
             RemoteWriteClient(
                 HttpClientConfig(f"{prom.url}/api/v1/write", timeout=60),
                 max_samples_per_request=10_000,
@@ -135,6 +136,7 @@ def _run_group(
             run = GroupRun(rule_groups, group, server, test.evaluation_interval_ms)
             failures = run.run()
         finally:
+            querier.close()
             session.close()
     finally:
         prom.stop()

@@ -13,11 +13,12 @@ from guardian.adapters.prometheus import (
     QueryFailedError,
     QueryRejectedError,
     _parse,
-    _session,
 )
+from guardian.adapters.query_transport import QueryTransport
 from guardian.model.http_client import BasicAuthConfig, HttpClientConfig
 from guardian.model.labels import LabelSet
 from guardian.sim.prometheus_server import free_loopback_port
+from guardian_common.redact import Secrets
 from tests.integration.engine.conftest import T0, openmetrics, series
 
 pytestmark = pytest.mark.e2e
@@ -46,6 +47,20 @@ def test_instant_query_at_the_evaluation_timestamp(prometheus: Any) -> None:
     assert outcomes == ["success", "success", "success"]
     assert "m" in querier.metric_names()
     querier.close()
+
+
+def test_post_asks_the_same_as_get(prometheus: Any) -> None:
+    prom = prometheus(openmetrics=DATA)
+    get, post = (
+        PrometheusQuerier(PrometheusAccess(HttpClientConfig(prom.url, timeout=5), method=m))
+        for m in ("GET", "POST")
+    )
+    for expr in ("m", 'sum by (instance) (m{instance=~"a|b"}) > 1'):
+        assert post.query(expr, T0 + 300) == get.query(expr, T0 + 300)
+    assert post.query_range("m", T0, T0 + 300, 60) == get.query_range("m", T0, T0 + 300, 60)
+    assert "m" in post.metric_names()  # the label-values API takes GET only
+    get.close()
+    post.close()
 
 
 def test_a_series_still_in_the_answer_keeps_its_label_set_object(prometheus: Any) -> None:
@@ -92,12 +107,15 @@ def test_the_environments_proxy_settings_are_resolved_once_per_target(
     monkeypatch.delenv("http_proxy", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
 
-    proxied = _session(HttpClientConfig("http://prom.example:9090"))
-    bypassed = _session(HttpClientConfig("http://prom.internal:9090"))
+    proxied = QueryTransport(HttpClientConfig("http://prom.example:9090"), Secrets())
+    bypassed = QueryTransport(HttpClientConfig("http://prom.internal:9090"), Secrets())
+    loopback = QueryTransport(
+        HttpClientConfig("http://prom.example:9090"), Secrets(), trust_env=False
+    )
 
-    assert proxied.proxies.get("http") == "http://proxy.example:3128"
-    assert not bypassed.proxies
-    assert not proxied.trust_env  # requests reads the environment no more per request
+    assert proxied._route.proxy == ("proxy.example", 3128, False)
+    assert bypassed._route.proxy is None
+    assert loopback._route.proxy is None  # a server we started: the environment is ignored
 
 
 def test_decoding_sorts_labels_a_server_sent_unsorted() -> None:

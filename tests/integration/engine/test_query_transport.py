@@ -1,0 +1,205 @@
+"""The query transport on the wire: kept connections, a connection the server dropped,
+forward proxies, the URL's userinfo, gzip, TLS with a client certificate, no redirects."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import ssl
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from guardian.adapters.prometheus import (
+    PrometheusAccess,
+    PrometheusQuerier,
+    QueryFailedError,
+    QueryRejectedError,
+)
+from guardian.model.http_client import BasicAuthConfig, HttpClientConfig, TlsConfig
+from tests.plugins.pki_fixture import Pki
+
+ANSWER = {
+    "status": "success",
+    "data": {"resultType": "vector", "result": [{"metric": {"a": "1"}, "value": [0, "2"]}]},
+}
+
+
+@dataclass
+class Seen:
+    """What the server was sent, and how to answer."""
+
+    lines: list[str] = field(default_factory=list)  # request lines' targets
+    headers: list[dict[str, str]] = field(default_factory=list)
+    connections: int = 0
+    close_after_reply: bool = False  # drop the connection without saying so
+    gzip: bool = False
+    redirect: str | None = None
+
+
+class _Server:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        seen = self.seen = Seen()
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                seen.connections += 1
+                super().setup()
+
+            def do_GET(self) -> None:
+                seen.lines.append(self.path)
+                seen.headers.append({k.lower(): v for k, v in self.headers.items()})
+                if seen.redirect is not None:
+                    self.send_response(302)
+                    self.send_header("Location", seen.redirect)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                body = json.dumps(ANSWER).encode()
+                self.send_response(200)
+                if seen.gzip:
+                    body = gzip.compress(body)
+                    self.send_header("Content-Encoding", "gzip")
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                if seen.close_after_reply:
+                    self.close_connection = True
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        scheme = "http"
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.port = self.server.server_address[1]
+        self.url = f"{scheme}://127.0.0.1:{self.port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+@pytest.fixture
+def serve() -> Iterator[Any]:
+    servers: list[_Server] = []
+
+    def start(tls: ssl.SSLContext | None = None) -> _Server:
+        servers.append(_Server(tls))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def querier(url: str, **config: Any) -> PrometheusQuerier:
+    return PrometheusQuerier(PrometheusAccess(HttpClientConfig(url, timeout=5, **config)))
+
+
+def test_queries_reuse_one_kept_connection(serve: Any) -> None:
+    server = serve()
+    q = querier(server.url)
+    for n in range(20):
+        assert q.query("m", n).samples[0].value == 2.0
+    q.close()
+    assert server.seen.connections == 1
+    assert server.seen.lines[0] == "/api/v1/query?query=m&time=0.000"
+
+
+def test_a_connection_the_server_dropped_is_replaced(serve: Any) -> None:
+    server = serve()
+    server.seen.close_after_reply = True  # no "Connection: close": the client finds out later
+    q = querier(server.url)
+    for n in range(5):
+        assert q.query("m", n).samples[0].value == 2.0
+    q.close()
+    assert server.seen.connections == 5
+    assert len(server.seen.lines) == 5  # each query sent once
+
+
+def test_the_environments_http_proxy_gets_the_whole_url_and_its_credentials(
+    serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proxy = serve()
+    for name in ("HTTP_PROXY", "http_proxy"):
+        monkeypatch.setenv(name, f"http://pu:pp@127.0.0.1:{proxy.port}")
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    q = querier("http://prom.example:9090/prefix/")
+    q.query("up", 0)
+    q.close()
+    assert proxy.seen.lines == ["http://prom.example:9090/prefix/api/v1/query?query=up&time=0.000"]
+    assert proxy.seen.headers[0]["proxy-authorization"] == "Basic cHU6cHA="  # pu:pp
+
+
+def test_a_socks_proxy_is_refused_with_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTP_PROXY", "http_proxy"):
+        monkeypatch.setenv(name, "socks5://127.0.0.1:1080")
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(QueryFailedError, match="socks5:// proxy is not supported") as info:
+        querier("http://prom.example:9090").query("up", 0)
+    assert info.value.reason == "connection"
+
+
+def test_userinfo_is_basic_auth_unless_credentials_are_configured(serve: Any) -> None:
+    server = serve()
+    url = server.url.replace("://", "://u%40x:p%3Aw@")
+    querier(url).query("m", 0)
+    querier(url, basic_auth=BasicAuthConfig("c", "d")).query("m", 0)
+    assert [h["authorization"] for h in server.seen.headers] == [
+        "Basic dUB4OnA6dw==",  # u@x:p:w, unquoted
+        "Basic Yzpk",  # c:d
+    ]
+    assert all("@" not in h["host"] for h in server.seen.headers)
+
+
+def test_a_gzip_answer_is_decoded(serve: Any) -> None:
+    server = serve()
+    server.seen.gzip = True
+    assert querier(server.url).query("m", 0).samples[0].value == 2.0
+    assert server.seen.headers[0]["accept-encoding"] == "gzip"
+
+
+def test_a_redirect_is_not_followed(serve: Any) -> None:
+    server, elsewhere = serve(), serve()
+    server.seen.redirect = f"{elsewhere.url}/api/v1/query"
+    with pytest.raises(QueryRejectedError, match="HTTP 302") as info:
+        querier(server.url).query("m", 0)
+    assert info.value.reason == "http_error"
+    assert elsewhere.seen.lines == []
+
+
+def test_tls_with_the_configured_ca_and_a_client_certificate(serve: Any, pki: Pki) -> None:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pki.server_cert, pki.server_key)
+    context.load_verify_locations(pki.ca)
+    context.verify_mode = ssl.CERT_REQUIRED
+    server = serve(context)
+    tls = TlsConfig(ca_file=pki.ca, cert_file=pki.client_cert, key_file=pki.client_key)
+    q = querier(server.url, tls=tls)
+    assert [q.query("m", n).samples[0].value for n in range(3)] == [2.0] * 3
+    q.close()
+    assert server.seen.connections == 1
+
+    untrusted = querier(
+        server.url, tls=TlsConfig(cert_file=pki.client_cert, key_file=pki.client_key)
+    )
+    with pytest.raises(QueryFailedError, match="CERTIFICATE_VERIFY_FAILED") as info:
+        untrusted.query("m", 0)
+    assert info.value.reason == "connection"
+    untrusted.close()
