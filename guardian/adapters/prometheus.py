@@ -85,22 +85,24 @@ def _data(body: Any) -> tuple[Any, Any, tuple[str, ...]]:
     return data.get("resultType"), data.get("result"), warnings
 
 
-# Label sets of a rule's previous answer, keyed by their sorted items. Prometheus sends
-# each series' labels sorted, so ``tuple(metric.items())`` finds the LabelSet it had
-# before: no sorting, hashing or new objects for the series that are still there, and
-# the alert state keeps pointing at the same objects (dict lookups match by identity).
-# Small answers are kept apart: the one-series answers of a rule's `query` templates
-# (one per alert, thousands a cycle) would otherwise push the rules' own out.
-LabelCache = dict[tuple[tuple[str, str], ...], LabelSet]
+# Label sets of a rule's previous answer, keyed by their hash (a LabelSet's hash is that
+# of its sorted pairs). Prometheus sends each series' labels sorted, so the hash of
+# ``tuple(metric.items())`` finds the LabelSet it had before, checked equal: no sorting or
+# new objects for the series that are still there, and the alert state keeps pointing at
+# the same objects (dict lookups match by identity). Keys are ints, so the cache holds
+# no second copy of the pairs. Small answers are kept apart: the one-series answers of a
+# rule's `query` templates (one per alert, thousands a cycle) would otherwise push the
+# rules' own out.
+LabelCache = dict[int, LabelSet]
 _CACHED_EXPRESSIONS = 256
 _SMALL_ANSWER = 8  # series
 
 
 def _interned(metric: dict[str, str], seen: LabelCache, fresh: LabelCache) -> LabelSet:
-    labels = seen.get(tuple(metric.items()))
-    if labels is None:
+    labels = seen.get(hash(tuple(metric.items())))
+    if labels is None or labels != metric:
         labels = LabelSet(metric)
-    fresh[labels.items_sorted] = labels
+    fresh[hash(labels)] = labels
     return labels
 
 

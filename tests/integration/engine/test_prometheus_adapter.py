@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from guardian.adapters.prometheus import (
+    LabelCache,
     PrometheusAccess,
     PrometheusQuerier,
     QueryFailedError,
@@ -126,7 +127,7 @@ def test_decoding_sorts_labels_a_server_sent_unsorted() -> None:
             "result": [{"metric": {"b": "2", "a": "1"}, "value": [0, "1"]}],
         },
     }
-    seen: dict[tuple[tuple[str, str], ...], LabelSet] = {}
+    seen: LabelCache = {}
     for _ in range(2):
         result, seen = _parse(body, False, seen)
         (sample,) = result.samples
