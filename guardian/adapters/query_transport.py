@@ -169,7 +169,8 @@ class QueryTransport:
             body = urlencode(params).encode()
             headers["Content-Type"] = "application/x-www-form-urlencoded"
         if route.proxy is not None and not route.https:
-            target = f"http://{route.host}:{route.port}{target}"  # a proxy takes the whole URL
+            host = f"[{route.host}]" if ":" in route.host else route.host  # an IPv6 literal
+            target = f"http://{host}:{route.port}{target}"  # a proxy takes the whole URL
             if route.proxy_auth is not None:
                 headers["Proxy-Authorization"] = route.proxy_auth
         return self._exchange(method, target, body, headers)

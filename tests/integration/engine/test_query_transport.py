@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import select
+import socket
 import ssl
 import threading
 from collections.abc import Iterator
@@ -72,6 +74,24 @@ class _Server:
                 self.wfile.write(body)
                 if seen.close_after_reply:
                     self.close_connection = True
+
+            def do_CONNECT(self) -> None:  # a forward proxy's tunnel: bytes both ways
+                seen.lines.append(f"CONNECT {self.path}")
+                seen.headers.append({k.lower(): v for k, v in self.headers.items()})
+                host, _, port = self.path.rpartition(":")
+                upstream = socket.create_connection((host, int(port)), timeout=5)
+                self.wfile.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                self.wfile.flush()
+                ends = [self.connection, upstream]
+                while True:
+                    ready, _, _ = select.select(ends, [], [], 5)
+                    chunks = [(end, end.recv(65536)) for end in ready]
+                    if not ready or any(not data for _, data in chunks):
+                        break
+                    for end, data in chunks:
+                        (upstream if end is self.connection else self.connection).sendall(data)
+                upstream.close()
+                self.close_connection = True
 
             def log_message(self, format: str, *args: object) -> None:
                 pass
@@ -146,6 +166,20 @@ def test_the_environments_http_proxy_gets_the_whole_url_and_its_credentials(
     assert proxy.seen.headers[0]["proxy-authorization"] == "Basic cHU6cHA="  # pu:pp
 
 
+def test_an_ipv6_target_keeps_its_brackets_through_a_proxy(
+    serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proxy = serve()
+    for name in ("HTTP_PROXY", "http_proxy"):
+        monkeypatch.setenv(name, f"http://127.0.0.1:{proxy.port}")
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    q = querier("http://[fd00::1]:9090")
+    q.query("up", 0)
+    q.close()
+    assert proxy.seen.lines == ["http://[fd00::1]:9090/api/v1/query?query=up&time=0.000"]
+
+
 def test_a_socks_proxy_is_refused_with_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("HTTP_PROXY", "http_proxy"):
         monkeypatch.setenv(name, "socks5://127.0.0.1:1080")
@@ -182,6 +216,27 @@ def test_a_redirect_is_not_followed(serve: Any) -> None:
         querier(server.url).query("m", 0)
     assert info.value.reason == "http_error"
     assert elsewhere.seen.lines == []
+
+
+def test_https_goes_through_the_proxys_tunnel(
+    serve: Any, pki: Pki, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pki.server_cert, pki.server_key)
+    server, proxy = serve(context), serve()
+    for name in ("HTTPS_PROXY", "https_proxy"):
+        monkeypatch.setenv(name, f"http://pu:pp@127.0.0.1:{proxy.port}")
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    q = querier(server.url, tls=TlsConfig(ca_file=pki.ca))
+    assert [q.query("m", n).samples[0].value for n in range(2)] == [2.0] * 2
+    q.close()
+    assert proxy.seen.lines == [f"CONNECT 127.0.0.1:{server.port}"]  # one tunnel, kept
+    assert proxy.seen.headers[0]["proxy-authorization"] == "Basic cHU6cHA="
+    assert server.seen.lines == [
+        "/api/v1/query?query=m&time=0.000",
+        "/api/v1/query?query=m&time=1.000",
+    ]
 
 
 def test_tls_with_the_configured_ca_and_a_client_certificate(serve: Any, pki: Pki) -> None:
