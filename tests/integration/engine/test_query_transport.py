@@ -130,6 +130,14 @@ def querier(url: str, **config: Any) -> PrometheusQuerier:
     return PrometheusQuerier(PrometheusAccess(HttpClientConfig(url, timeout=5, **config)))
 
 
+def use_proxy(monkeypatch: pytest.MonkeyPatch, variable: str, url: str) -> None:
+    """The environment names ``url`` as the proxy (both spellings) and bypasses nothing."""
+    for name in (variable, variable.upper()):
+        monkeypatch.setenv(name, url)
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def test_queries_reuse_one_kept_connection(serve: Any) -> None:
     server = serve()
     q = querier(server.url)
@@ -155,10 +163,7 @@ def test_the_environments_http_proxy_gets_the_whole_url_and_its_credentials(
     serve: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     proxy = serve()
-    for name in ("HTTP_PROXY", "http_proxy"):
-        monkeypatch.setenv(name, f"http://pu:pp@127.0.0.1:{proxy.port}")
-    for name in ("NO_PROXY", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
+    use_proxy(monkeypatch, "http_proxy", f"http://pu:pp@127.0.0.1:{proxy.port}")
     q = querier("http://prom.example:9090/prefix/")
     q.query("up", 0)
     q.close()
@@ -170,10 +175,7 @@ def test_an_ipv6_target_keeps_its_brackets_through_a_proxy(
     serve: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     proxy = serve()
-    for name in ("HTTP_PROXY", "http_proxy"):
-        monkeypatch.setenv(name, f"http://127.0.0.1:{proxy.port}")
-    for name in ("NO_PROXY", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
+    use_proxy(monkeypatch, "http_proxy", f"http://127.0.0.1:{proxy.port}")
     q = querier("http://[fd00::1]:9090")
     q.query("up", 0)
     q.close()
@@ -181,10 +183,7 @@ def test_an_ipv6_target_keeps_its_brackets_through_a_proxy(
 
 
 def test_a_socks_proxy_is_refused_with_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("HTTP_PROXY", "http_proxy"):
-        monkeypatch.setenv(name, "socks5://127.0.0.1:1080")
-    for name in ("NO_PROXY", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
+    use_proxy(monkeypatch, "http_proxy", "socks5://127.0.0.1:1080")
     with pytest.raises(QueryFailedError, match="socks5:// proxy is not supported") as info:
         querier("http://prom.example:9090").query("up", 0)
     assert info.value.reason == "connection"
@@ -224,10 +223,7 @@ def test_https_goes_through_the_proxys_tunnel(
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(pki.server_cert, pki.server_key)
     server, proxy = serve(context), serve()
-    for name in ("HTTPS_PROXY", "https_proxy"):
-        monkeypatch.setenv(name, f"http://pu:pp@127.0.0.1:{proxy.port}")
-    for name in ("NO_PROXY", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
+    use_proxy(monkeypatch, "https_proxy", f"http://pu:pp@127.0.0.1:{proxy.port}")
     q = querier(server.url, tls=TlsConfig(ca_file=pki.ca))
     assert [q.query("m", n).samples[0].value for n in range(2)] == [2.0] * 2
     q.close()
