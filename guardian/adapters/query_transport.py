@@ -19,7 +19,6 @@ URL's userinfo as basic auth (configured credentials first, then userinfo, then 
 
 from __future__ import annotations
 
-import base64
 import gzip
 import http.client
 import ssl
@@ -30,7 +29,7 @@ from urllib.parse import unquote, urlencode, urlsplit
 
 import requests
 
-from guardian.adapters.http_credentials import authorization
+from guardian.adapters.http_credentials import authorization, basic
 from guardian.model.http_client import HttpClientConfig
 from guardian_common.redact import Secrets
 
@@ -64,6 +63,14 @@ class _Route:
     proxy: tuple[str, int, bool] | None  # (host, port, TLS to the proxy)
     proxy_auth: str | None
     proxy_error: str | None  # a proxy we cannot use, said at the first request
+    origin: str = ""  # what a plain-http proxy's request line starts with
+
+
+def _userinfo_auth(username: str | None, password: str | None) -> str | None:
+    """Basic auth from a URL's userinfo; None when it has none."""
+    if username is None and password is None:
+        return None
+    return basic(unquote(username or ""), unquote(password or ""))
 
 
 def _route(url: str, proxy_url: str | None) -> _Route:
@@ -78,28 +85,16 @@ def _route(url: str, proxy_url: str | None) -> _Route:
     if proxy.scheme not in ("http", "https") or (proxy.scheme == "https" and https):
         error = f"a {proxy.scheme}:// proxy is not supported for {parts.scheme}:// targets"
         return _Route(https, host, port, base, None, None, error)
-    auth = None
-    if proxy.username:
-        pair = f"{unquote(proxy.username)}:{unquote(proxy.password or '')}"
-        auth = "Basic " + base64.b64encode(pair.encode()).decode()
     proxy_tls = proxy.scheme == "https"
     at = (proxy.hostname or "", proxy.port or (443 if proxy_tls else 80), proxy_tls)
-    return _Route(https, host, port, base, at, auth, None)
-
-
-def _url_auth(url: str) -> str | None:
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return None
-    pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
-    return "Basic " + base64.b64encode(pair.encode()).decode()
+    shown_host = f"[{host}]" if ":" in host else host  # an IPv6 literal keeps its brackets
+    auth = _userinfo_auth(proxy.username, proxy.password)
+    return _Route(https, host, port, base, at, auth, None, f"http://{shown_host}:{port}")
 
 
 def _netrc_auth(url: str) -> str | None:
     found = requests.utils.get_netrc_auth(url)
-    if not found:
-        return None
-    return "Basic " + base64.b64encode(f"{found[0]}:{found[1]}".encode()).decode()
+    return basic(found[0], found[1]) if found else None
 
 
 def _tls_context(verify: bool | str, cert: str | tuple[str, str] | None) -> ssl.SSLContext:
@@ -136,7 +131,8 @@ class QueryTransport:
             proxy = requests.utils.select_proxy(config.url, env["proxies"])
             self._verify = env["verify"]
         self._route = _route(config.url, proxy)
-        self._fallback_auth = _url_auth(config.url) or (
+        parts = urlsplit(config.url)
+        self._fallback_auth = _userinfo_auth(parts.username, parts.password) or (
             _netrc_auth(config.url) if trust_env else None
         )
         self._headers = {
@@ -169,8 +165,7 @@ class QueryTransport:
             body = urlencode(params).encode()
             headers["Content-Type"] = "application/x-www-form-urlencoded"
         if route.proxy is not None and not route.https:
-            host = f"[{route.host}]" if ":" in route.host else route.host  # an IPv6 literal
-            target = f"http://{host}:{route.port}{target}"  # a proxy takes the whole URL
+            target = route.origin + target  # a proxy takes the whole URL
             if route.proxy_auth is not None:
                 headers["Proxy-Authorization"] = route.proxy_auth
         return self._exchange(method, target, body, headers)
@@ -206,21 +201,26 @@ class QueryTransport:
         with self._lock:
             if self._idle:
                 return self._idle.pop(), True
+        try:
+            return self._connected(), False
+        except TransportError as exc:
+            if exc.timeout:
+                raise
+            return self._connected(), False  # one more try after a failed connect, as before
+
+    def _connected(self) -> http.client.HTTPConnection:
         conn = self._new()
-        for attempt in (1, 2):  # one more try after a failed connect, as before
-            try:
-                conn.connect()
-                return conn, False
-            except TimeoutError:
-                conn.close()
-                raise TransportError(
-                    f"connect timed out after {self._http.timeout}s", timeout=True
-                ) from None
-            except OSError as exc:
-                conn.close()
-                if attempt == 2:
-                    raise TransportError(f"{type(exc).__name__}: {exc}") from None
-        raise AssertionError("unreachable")
+        try:
+            conn.connect()
+        except TimeoutError:
+            conn.close()
+            raise TransportError(
+                f"connect timed out after {self._http.timeout}s", timeout=True
+            ) from None
+        except OSError as exc:
+            conn.close()
+            raise TransportError(f"{type(exc).__name__}: {exc}") from None
+        return conn
 
     def _new(self) -> http.client.HTTPConnection:
         route, timeout = self._route, self._http.timeout

@@ -8,10 +8,9 @@ import json
 import select
 import socket
 import ssl
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -23,6 +22,7 @@ from guardian.adapters.prometheus import (
     QueryRejectedError,
 )
 from guardian.model.http_client import BasicAuthConfig, HttpClientConfig, TlsConfig
+from tests.plugins.loopback_http import loopback_server, serve_in_thread
 from tests.plugins.pki_fixture import Pki
 
 ANSWER = {
@@ -96,21 +96,9 @@ class _Server:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        scheme = "http"
-        if tls is not None:
-            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
-            scheme = "https"
+        self.server, self.url = loopback_server(Handler, tls)
         self.port = self.server.server_address[1]
-        self.url = f"{scheme}://127.0.0.1:{self.port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
+        self.stop = serve_in_thread(self.server)
 
 
 @pytest.fixture
@@ -159,27 +147,38 @@ def test_a_connection_the_server_dropped_is_replaced(serve: Any) -> None:
     assert len(server.seen.lines) == 5  # each query sent once
 
 
+@pytest.mark.parametrize(
+    ("userinfo", "url", "line", "proxy_auth"),
+    [
+        (
+            "pu:pp@",
+            "http://prom.example:9090/prefix/",
+            "http://prom.example:9090/prefix/api/v1/query?query=up&time=0.000",
+            "Basic cHU6cHA=",  # pu:pp
+        ),
+        (  # an IPv6 literal keeps its brackets (found on review; failed first)
+            "",
+            "http://[fd00::1]:9090",
+            "http://[fd00::1]:9090/api/v1/query?query=up&time=0.000",
+            None,
+        ),
+    ],
+)
 def test_the_environments_http_proxy_gets_the_whole_url_and_its_credentials(
-    serve: Any, monkeypatch: pytest.MonkeyPatch
+    serve: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    userinfo: str,
+    url: str,
+    line: str,
+    proxy_auth: str | None,
 ) -> None:
     proxy = serve()
-    use_proxy(monkeypatch, "http_proxy", f"http://pu:pp@127.0.0.1:{proxy.port}")
-    q = querier("http://prom.example:9090/prefix/")
+    use_proxy(monkeypatch, "http_proxy", f"http://{userinfo}127.0.0.1:{proxy.port}")
+    q = querier(url)
     q.query("up", 0)
     q.close()
-    assert proxy.seen.lines == ["http://prom.example:9090/prefix/api/v1/query?query=up&time=0.000"]
-    assert proxy.seen.headers[0]["proxy-authorization"] == "Basic cHU6cHA="  # pu:pp
-
-
-def test_an_ipv6_target_keeps_its_brackets_through_a_proxy(
-    serve: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    proxy = serve()
-    use_proxy(monkeypatch, "http_proxy", f"http://127.0.0.1:{proxy.port}")
-    q = querier("http://[fd00::1]:9090")
-    q.query("up", 0)
-    q.close()
-    assert proxy.seen.lines == ["http://[fd00::1]:9090/api/v1/query?query=up&time=0.000"]
+    assert proxy.seen.lines == [line]
+    assert proxy.seen.headers[0].get("proxy-authorization") == proxy_auth
 
 
 def test_a_socks_proxy_is_refused_with_a_message(monkeypatch: pytest.MonkeyPatch) -> None:

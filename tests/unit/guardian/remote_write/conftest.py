@@ -7,10 +7,11 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
+from tests.plugins.loopback_http import loopback_server, serve_in_thread
 from tests.plugins.pki_fixture import Pki
 
 
@@ -56,25 +57,16 @@ class Receiver:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        scheme = "http"
-        if tls is not None:
-            # A failed handshake surfaces in accept() as an OSError, which the server ignores.
-            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
-            scheme = "https"
-        self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}/api/v1/write"
+        self.server, base = loopback_server(Handler, tls)
+        self.url = f"{base}/api/v1/write"
 
 
 def _serve(recv: Receiver) -> Iterator[Receiver]:
-    thread = threading.Thread(target=recv.server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
+    stop = serve_in_thread(recv.server)
     try:
         yield recv
     finally:
-        recv.server.shutdown()
-        recv.server.server_close()
-        thread.join(timeout=5)
+        stop()
 
 
 @pytest.fixture
