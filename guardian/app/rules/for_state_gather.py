@@ -1,4 +1,4 @@
-"""For-state restore from Prometheus: gather each pending alert's last ``ALERTS_FOR_STATE``
+"""For-state restore from Prometheus: gather each active alert's last ``ALERTS_FOR_STATE``
 sample, then apply the engine's plan (``guardian/engine/rules/for_state.py``).
 
 Per rule whose ``for`` is at least the grace period, two queries at the wall-clock now:
@@ -36,7 +36,7 @@ from guardian.engine.rules.for_state import (
 )
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.engine.rules.slots import slot_at_or_before
-from guardian.model.alerts import Alert, AlertState
+from guardian.model.alerts import Alert
 from guardian.model.labels import LabelSet
 from guardian.model.query import MatrixResult, RangeSeries
 from guardian.model.rules import AlertingRule
@@ -95,7 +95,7 @@ class ForStateRestorer:
     def restore(
         self, group: CompiledGroup, state: GroupState, *, now: float, cache_down_at: float | None
     ) -> GroupState:
-        """``state`` with the pending alerts of every rule restored. Raises the first
+        """``state`` with the active alerts of every rule restored. Raises the first
         query's error (Transient/PermanentError): then nothing is restored.
         ``cache_down_at``: the local cache's last slot for the group, if it had one."""
         out = dict(state)
@@ -106,7 +106,7 @@ class ForStateRestorer:
             wanted = {
                 labels: for_state_labels(alert, rule.labels)
                 for labels, alert in active.items()
-                if alert.state is AlertState.PENDING
+                if alert.is_active
             }
             found: dict[LabelSet, SeriesEnd] = {}
             if wanted and rule.for_seconds >= self.policy.grace_period_seconds:
@@ -185,7 +185,7 @@ class ForStateRestorer:
         if counts:
             restored = sum(n for reason, n in counts.items() if reason in RESTORED)
             logger.info(
-                "group %s rule %s: for-state of %s of %s pending alert(s) restored from "
+                "group %s rule %s: for-state of %s of %s active alert(s) restored from "
                 "Prometheus (%s)",
                 group,
                 rule,

@@ -73,7 +73,7 @@ class EngineMetrics:
         )
         self.for_state_restores = Counter(
             "guardian_rule_for_state_restores_total",
-            "Pending alerts at the for-state restore from ALERTS_FOR_STATE, by outcome "
+            "Active alerts at the for-state restore from ALERTS_FOR_STATE, by outcome "
             "(elapsed, grace, shifted: restored; short_for, no_series, resolved, cache_newer: "
             "not).",
             ["outcome"],

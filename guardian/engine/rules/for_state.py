@@ -4,12 +4,14 @@ Two sources, both planned here (pure); ``guardian/app/rules/for_state_gather.py`
 
 - the local cache (SQLite): the active maps stored at the group's last slot
   ``down_at``, resumed before the first evaluation (:func:`restore_for_state`);
-- Prometheus/Thanos: the last ``ALERTS_FOR_STATE`` sample of each pending alert in
+- Prometheus/Thanos: the last ``ALERTS_FOR_STATE`` sample of each active alert in
   ``[now - for_outage_tolerance, now]``, applied after the second evaluation with the
   wall-clock ``now``, as Prometheus does with its own TSDB (:func:`plan_series_restore`).
 
-Both apply Prometheus's three cases to a pending alert whose rule's ``for`` is at least
-the grace period (shorter ones start over):
+Both apply Prometheus's three cases to an alert whose rule's ``for`` is at least the
+grace period (shorter ones start over). The cache restores pending alerts (it keeps its
+firing ones as stored); Prometheus, as in 2.42, any alert active after the second
+evaluation, firing included (its ``for`` may have elapsed across a missed slot):
 
 - the ``for`` had already elapsed before the outage: keep ``ActiveAt`` (fires now);
 - less than the grace period left: fire one grace period after the restore;
@@ -49,7 +51,7 @@ class RestorePolicy:
 
 
 class RestoreReason(StrEnum):
-    """What a restore did with one pending alert (also the metric's ``outcome`` label)."""
+    """What a restore did with one active alert (also the metric's ``outcome`` label)."""
 
     ELAPSED = "elapsed"  # the for had elapsed before the outage: ActiveAt kept
     GRACE = "grace"  # less than the grace period left: fires one grace period later
@@ -207,7 +209,7 @@ def _from_series(
     cache_down_at: float | None,
     policy: RestorePolicy,
 ) -> tuple[RestoreReason, float | None]:
-    """The decision for one pending alert and, when restored, its new ActiveAt."""
+    """The decision for one active alert and, when restored, its new ActiveAt."""
     if rule.for_seconds < policy.grace_period_seconds:
         return RestoreReason.SHORT_FOR, None
     now_ms = math.floor(now * 1000)
@@ -233,16 +235,18 @@ def plan_series_restore(
     cache_down_at: float | None,
     policy: RestorePolicy | None = None,
 ) -> RestorePlan:
-    """Restore the pending alerts of ``active`` (the rule's map after its second
+    """Restore the active alerts of ``active`` (the rule's map after its second
     evaluation) from ``found``, each alert's last ``ALERTS_FOR_STATE`` sample. Only
-    ``ActiveAt`` changes; the next evaluation decides whether the alert fires.
+    ``ActiveAt`` changes: a pending alert's next evaluation decides whether it fires, a
+    firing one (its ``for`` elapsed in those two evaluations, e.g. across a missed slot)
+    stays firing with its ``FiredAt``, as in Prometheus. The cache, when newer, wins.
     ``cache_down_at``: the last slot the local cache had stored for the group, if any."""
     policy = policy or RestorePolicy()
     out = dict(active)
     decisions: list[RestoreDecision] = []
     for labels, alert in active.items():
-        if alert.state is not AlertState.PENDING:
-            continue  # firing ones come from the cache, exact
+        if not alert.is_active:
+            continue
         reason, active_at = _from_series(
             rule, found.get(labels), now=now, cache_down_at=cache_down_at, policy=policy
         )

@@ -12,6 +12,7 @@ from guardian.app.rules.metrics import EngineMetrics
 from guardian.app.rules.runtime import RuleEngine
 from guardian.engine.rules.for_state import RestorePolicy
 from guardian.engine.rules.group_eval import CompiledGroup
+from guardian.model.alerts import AlertState
 from guardian.model.labels import LabelSet
 from guardian.model.query import MatrixResult, PromSample, QueryResult, RangeSeries
 from guardian.model.rules import AlertingRule, RuleGroup
@@ -138,3 +139,23 @@ def test_only_the_leader_writes_and_reloaded_groups_are_not_restored() -> None:
     engine.evaluate(added, T + 120)  # a group from a reload: no restore, writes at once
     assert prom.matrix_calls == 1
     assert len(writer.writes) == 2
+
+
+def test_an_alert_that_fired_across_a_missed_slot_gets_its_active_at_back() -> None:
+    # The flake of the HA end-to-end test: a wiped replica's second evaluation came one
+    # slot late, so the alert fired from its fresh ActiveAt before the restore. As in
+    # Prometheus, the restore still gives it the ActiveAt its series kept.
+    short = AlertingRule("Idle", "up == 0", for_seconds=600)
+    group = CompiledGroup.compile(RuleGroup("g", "r.yaml", (short,), interval_seconds=60), 60)
+    prom = Prometheus()
+    metrics = EngineMetrics()
+    restorer = ForStateRestorer(prom, external_labels={}, policy=RestorePolicy(), metrics=metrics)
+    engine = RuleEngine(
+        [group], prom.query, metrics=metrics, for_state=restorer, clock=lambda: T + 0.5
+    )
+    engine.evaluate(group.key, T - 660)
+    engine.evaluate(group.key, T)  # ten slots missed: the `for` elapsed
+    (alert,) = engine.active_alerts()
+    assert alert.alert.state is AlertState.FIRING
+    assert alert.alert.active_at == T - 1200  # restored: elapsed before the outage
+    assert alert.alert.fired_at == T

@@ -3,7 +3,7 @@ the local cache and from ALERTS_FOR_STATE."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -149,19 +149,38 @@ def test_the_newer_observation_wins_and_the_cache_wins_a_tie() -> None:
     assert _plan(1800, end, cache=DOWN - 60)[0] is RestoreReason.SHIFTED
 
 
-def test_series_restore_leaves_firing_alerts_alone() -> None:
-    rule = AlertingRule("A", "m", for_seconds=1800)
-    firing = Alert(LABELS, LabelSet(), AlertState.FIRING, DOWN - 9000, 1.0, fired_at=DOWN - 7200)
+def test_series_restore_restores_firing_alerts_too_state_and_fired_at_kept() -> None:
+    # As Prometheus ("every alert now in the map, any state"): an alert that fired in the
+    # first two evaluations (its `for` elapsed across a missed slot, no cache) gets the
+    # ActiveAt it had before the restart; it stays firing, with its FiredAt.
+    rule = AlertingRule("A", "m", for_seconds=600)
+    fresh = Alert(LABELS, LabelSet(), AlertState.FIRING, NOW - 660, 1.0, fired_at=NOW - 20)
     plan = plan_series_restore(
         rule,
-        {LABELS: firing},
-        {LABELS: _end(DOWN, DOWN - 60)},
+        {LABELS: fresh},
+        {LABELS: _end(DOWN, DOWN - 3000.5)},
         now=NOW,
         cache_down_at=None,
         policy=GRACE,
     )
-    assert plan.active == {LABELS: firing}
-    assert plan.decisions == ()
+    assert plan.active == {LABELS: replace(fresh, active_at=DOWN - 3001)}
+    assert [d.reason for d in plan.decisions] == [RestoreReason.ELAPSED]
+
+
+def test_series_restore_keeps_a_firing_alert_the_cache_saw_later_or_whose_series_ended() -> None:
+    rule = AlertingRule("A", "m", for_seconds=1800)
+    firing = Alert(LABELS, LabelSet(), AlertState.FIRING, DOWN - 9000, 1.0, fired_at=DOWN - 7200)
+
+    def plan(end: SeriesEnd, cache: float | None) -> tuple[dict[LabelSet, Alert], RestoreReason]:
+        out = plan_series_restore(
+            rule, {LABELS: firing}, {LABELS: end}, now=NOW, cache_down_at=cache, policy=GRACE
+        )
+        (decision,) = out.decisions
+        return out.active, decision.reason
+
+    assert plan(_end(DOWN, DOWN - 60), DOWN) == ({LABELS: firing}, RestoreReason.CACHE_NEWER)
+    ended = _end(DOWN, DOWN - 60, resolved=True)
+    assert plan(ended, None) == ({LABELS: firing}, RestoreReason.RESOLVED)
 
 
 @dataclass(frozen=True)
