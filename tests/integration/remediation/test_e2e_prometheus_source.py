@@ -138,13 +138,7 @@ def rendered_pack(path: Path, broken: bool = False) -> None:
 
 def gpuidle_rule(prom_url: str) -> dict[str, Any]:
     body = requests.get(f"{prom_url}/api/v1/rules", params={"type": "alert"}, timeout=5).json()
-    # The plain GpuIdle rule; its `reason="no_process"` sibling has no case in this fleet.
-    rules = [
-        r
-        for g in body["data"]["groups"]
-        for r in g["rules"]
-        if r["name"] == "GpuIdle" and "reason" not in r.get("labels", {})
-    ]
+    rules = [r for g in body["data"]["groups"] for r in g["rules"] if r["name"] == "GpuIdle"]
     (rule,) = rules
     return rule
 
