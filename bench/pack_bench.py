@@ -12,8 +12,9 @@ side by side on one fleet, and a check that both decide the same alerts.
    evaluation, with the active alerts.
 3. Rule evaluation is switched off and our engine (a child process) evaluates the same
    files against the same server at the same slots, with its SQLite state store and
-   ``--concurrent-queries`` (``prometheus.concurrent_queries``, default its default);
-   then, as the same-run baseline, once more with its queries one at a time.
+   ``--concurrent-queries`` and ``--query-shards`` (``prometheus.concurrent_queries``
+   and ``prometheus.query_shards``, default their defaults); then, as the same-run
+   baseline, once more with its queries one at a time and whole.
 4. Printed: per group and per rule, Prometheus's time, the engine's, the ratio, the
    engine process's CPU, queries per cycle; both RSS figures; the engine at once
    against in order; and the equality check, for both engine runs: the same alert label
@@ -21,7 +22,8 @@ side by side on one fleet, and a check that both decide the same alerts.
    Medians are over ``--evaluations`` evaluations (the first after the reload is not timed).
 
     .venv/bin/python bench/pack_bench.py [--gpus 2000|10000|25000] [--pack guardian|dcgm]
-        [--rules DIR] [--evaluations 5] [--interval 30] [--concurrent-queries 4] [--json OUT]
+        [--rules DIR] [--evaluations 5] [--interval 30] [--concurrent-queries 4]
+        [--query-shards 2] [--json OUT]
 
 ``--rules`` benchmarks another copy of the pack (e.g. ``git show`` of an older one); its
 files must keep the shipped names. Exit status 1 when the decisions differ.
@@ -103,6 +105,7 @@ def run_engine(
     args: argparse.Namespace,
     work: Path,
     concurrency: int,
+    shards: int = 1,
 ) -> Path:
     job = work / f"engine-job-{concurrency}.json"
     out = work / f"engine-{concurrency}.jsonl"
@@ -114,6 +117,7 @@ def run_engine(
                 "rule_files": [str(f) for f in files],
                 "slots": slots,
                 "concurrent_queries": concurrency,
+                "query_shards": shards,
             }
         )
     )
@@ -129,6 +133,11 @@ def run_engine(
 def _default_concurrency() -> int:
     field = PrometheusSettings.model_fields.get("concurrent_queries")
     return int(field.default) if field is not None else 1  # an older checkout: in order
+
+
+def _default_shards() -> int:
+    field = PrometheusSettings.model_fields.get("query_shards")
+    return int(field.default) if field is not None else 1  # an older checkout: whole
 
 
 def engine_slots(run: pack_prometheus.PrometheusRun, interval: float) -> dict[str, list[float]]:
@@ -158,6 +167,13 @@ def main() -> int:
         type=int,
         default=_default_concurrency(),
         help="the engine's prometheus.concurrent_queries (default: its default)",
+    )
+    parser.add_argument(
+        "--query-shards",
+        type=int,
+        default=_default_shards(),
+        help="the engine's prometheus.query_shards at once (default: its default; "
+        "in order always 1)",
     )
     parser.add_argument("--json", help="write the figures to this file too")
     parser.add_argument("--keep", help="copy the engine's output and Prometheus's evaluations here")
@@ -210,7 +226,9 @@ def main() -> int:
             pack_prometheus.reload_rules(prom.url, prom.config_path, [], f"{args.interval}s")
             prom_rss = pack_prometheus.process_rss_mib(prom.pid)
             slots = engine_slots(run, args.interval)
-            out = run_engine(prom.url, files, slots, args, work, args.concurrent_queries)
+            out = run_engine(
+                prom.url, files, slots, args, work, args.concurrent_queries, args.query_shards
+            )
             engine = pack_report.read_engine(out)
             # The same-run baseline: the engine once more, its queries one at a time.
             in_order = None
@@ -237,6 +255,7 @@ def main() -> int:
         "prometheus_rss_mib": prom_rss,
         "interval": args.interval,
         "concurrent_queries": args.concurrent_queries,
+        "query_shards": args.query_shards,
     }
     pack_report.print_report(figures)
     if args.json:

@@ -4,12 +4,13 @@ so its peak RSS is the engine's alone).
     python bench/pack_engine.py JOB.json OUT.jsonl
 
 JOB: ``{"url", "interval", "rule_files": [...], "slots": {"<file>;<group>": [ts, ...]},
-"concurrent_queries"}``. Each group is evaluated at its slots in order, with the SQLite
-alert store and the fan-out of ``prometheus.concurrent_queries``, as ``guardian run``
-does. OUT gets a line per active alert after each evaluation (group, ts, rule index,
-labels, state), a line per evaluation (cycle, the process's CPU seconds, the queries'
-seconds added up, queries, each rule's seconds) and a last line with the peak RSS. Lines
-are written as they come, so holding them costs nothing.
+"concurrent_queries", "query_shards"}``. Each group is evaluated at its slots in order,
+with the SQLite alert store, the fan-out of ``prometheus.concurrent_queries`` and the
+shards of ``prometheus.query_shards``, as ``guardian run`` does. OUT gets a line per
+active alert after each evaluation (group, ts, rule index, labels, state), a line per
+evaluation (cycle, the process's CPU seconds, the queries' seconds added up, queries,
+each rule's seconds) and a last line with the peak RSS. Lines are written as they come,
+so holding them costs nothing.
 """
 
 from __future__ import annotations
@@ -31,6 +32,12 @@ try:
     from guardian.app.rules.thread_fan_out import ThreadFanOut
 except ImportError:  # an older checkout (a "before" run): its engine evaluates in order
     ThreadFanOut = None  # type: ignore[assignment,misc]
+try:
+    from guardian.app.rules.shard_values import LabelValuesCache
+    from guardian.app.settings.clients import PrometheusSettings
+    from guardian.engine.rules.sharding import Sharding
+except ImportError:  # an older checkout: its engine asks every query whole
+    Sharding = None  # type: ignore[assignment,misc]
 
 
 def peak_rss_mib() -> float:
@@ -60,7 +67,14 @@ def main(job_path: str, out_path: str) -> None:
             engine = RuleEngine(groups, querier.query, store=store)
         else:
             fan_out = ThreadFanOut(int(job.get("concurrent_queries", 1)))
-            engine = RuleEngine(groups, querier.query, store=store, fan_out=fan_out)
+            shards = int(job.get("query_shards", 1))
+            sharding = None
+            if Sharding is not None and shards > 1:
+                labels = tuple(PrometheusSettings.model_fields["shard_labels"].default)
+                sharding = Sharding(shards, labels, LabelValuesCache(querier.label_values))
+            engine = RuleEngine(
+                groups, querier.query, store=store, fan_out=fan_out, sharding=sharding
+            )
         for key, slots in sorted(job["slots"].items()):
             group = by_key[key]
             for ts in slots:

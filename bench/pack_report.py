@@ -165,7 +165,8 @@ def print_report(f: dict[str, Any]) -> None:
         f"\n### {f['pack']} pack, {f['gpus']:,} GPUs, {f['series']:,} series, "
         f"{f['samples']:,} samples, evaluated every {f['interval']}s "
         f"(medians of {f['evaluations'] - 1} timed evaluations; the engine with "
-        f"{f.get('concurrent_queries', 1)} concurrent queries)\n"
+        f"{f.get('concurrent_queries', 1)} concurrent queries, "
+        f"{f.get('query_shards', 1)} query shards)\n"
     )
     print("| group | rules | Prometheus | engine | ratio | engine CPU | queries/cycle |")
     print("|---|---|---|---|---|---|---|")
@@ -218,8 +219,9 @@ def print_in_order(f: dict[str, Any]) -> None:
     base = f["in_order"]
     slow = {g["group"]: g for g in base["groups"]}
     print(
-        f"\nthe engine with {f['concurrent_queries']} concurrent queries against the same "
-        "engine in order (concurrent_queries 1), same server, same slots:\n"
+        f"\nthe engine with {f['concurrent_queries']} concurrent queries and "
+        f"{f.get('query_shards', 1)} query shards against the same engine in order "
+        "(concurrent_queries 1, query_shards 1), same server, same slots:\n"
     )
     print("| group | in order | at once | ratio | CPU in order | CPU at once |")
     print("|---|---|---|---|---|---|")

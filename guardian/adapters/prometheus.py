@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
+from urllib.parse import quote
 
 from guardian.adapters.http_credentials import CredentialError, secrets_of, shown_url
 from guardian.adapters.query_transport import QueryTransport, Reply, TransportError
@@ -274,17 +275,24 @@ class PrometheusQuerier:
         """Every metric name the target knows (for ``rules check``). Raises
         QueryFailedError/QueryRejectedError, with the server's or the transport's text
         scrubbed."""
-        body = self._observed_names()
+        return set(self.label_values("__name__"))
+
+    def label_values(
+        self, label: str, start: float | None = None, end: float | None = None
+    ) -> list[str]:
+        """The values of ``label`` (``/api/v1/label/<label>/values``), of series in
+        ``[start, end]`` when given. Raises as :meth:`metric_names`."""
+        params = (
+            {} if start is None or end is None else {"start": f"{start:.3f}", "end": f"{end:.3f}"}
+        )
+        try:
+            body = self._request(f"label/{quote(label, safe='')}/values", params, "GET")
+        except (QueryFailedError, QueryRejectedError) as exc:
+            exc.args = (self._secrets.scrub(str(exc)),)
+            raise
         values = body.get("data") if isinstance(body, dict) else None
         if not isinstance(values, list):
             raise QueryFailedError(
                 f"unexpected response body: {str(body)[:300]}", reason="bad_response"
             )
-        return {str(v) for v in values}
-
-    def _observed_names(self) -> Any:
-        try:
-            return self._request("label/__name__/values", {}, "GET")  # GET only
-        except (QueryFailedError, QueryRejectedError) as exc:
-            exc.args = (self._secrets.scrub(str(exc)),)
-            raise
+        return [str(v) for v in values]

@@ -27,6 +27,7 @@ from guardian.app.rules.build import (
     build_engine,
     compile_groups,
     prometheus_access,
+    query_sharding,
     remote_write_client,
 )
 from guardian.app.rules.scheduler import GroupScheduler
@@ -167,6 +168,7 @@ class EngineRunner:
         old = self.parts.querier
         self.parts = EngineParts(engine, querier)
         engine.query = querier.query
+        engine.sharding = query_sharding(settings, querier)
         if engine.for_state is not None:
             engine.for_state.querier = querier
         old.close()

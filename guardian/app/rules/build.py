@@ -18,6 +18,7 @@ from guardian.app.rules.for_state_gather import ForStateRestorer
 from guardian.app.rules.metrics import EngineMetrics
 from guardian.app.rules.remote_source import RulerSource
 from guardian.app.rules.runtime import RuleEngine
+from guardian.app.rules.shard_values import LabelValuesCache
 from guardian.app.rules.thread_fan_out import ThreadFanOut
 from guardian.app.settings.clients import RemoteWriteSettings
 from guardian.app.settings.config_file import Settings
@@ -25,6 +26,7 @@ from guardian.engine.rules.alerting import TemplateEnv
 from guardian.engine.rules.for_state import RestorePolicy
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.engine.rules.loader import parse_rule_file
+from guardian.engine.rules.sharding import Sharding
 from guardian.model.rules import RuleFile
 from guardian_common.files import MAX_FILE_BYTES
 
@@ -48,6 +50,17 @@ def compile_groups(settings: Settings) -> list[CompiledGroup]:
 def prometheus_access(settings: Settings) -> PrometheusAccess:
     p = settings.prometheus
     return PrometheusAccess(p.client_config(), thanos=p.thanos, method=p.method)
+
+
+def query_sharding(
+    settings: Settings, querier: PrometheusQuerier, monotonic: Callable[[], float] = time.monotonic
+) -> Sharding | None:
+    """How rules' queries are split (``prometheus.query_shards``); None: asked whole."""
+    p = settings.prometheus
+    if p.query_shards < 2:
+        return None
+    values = LabelValuesCache(querier.label_values, monotonic=monotonic)
+    return Sharding(p.query_shards, tuple(p.shard_labels), values)
 
 
 def remote_write_client(rw: RemoteWriteSettings) -> RemoteWriteClient:
@@ -120,5 +133,6 @@ def build_engine(
         clock=clock,
         evaluator=ruler,
         fan_out=ThreadFanOut(settings.prometheus.concurrent_queries),
+        sharding=query_sharding(settings, querier, monotonic),
     )
     return EngineParts(engine, querier)

@@ -32,6 +32,7 @@ from guardian.engine.rules.alerting import TemplateEnv
 from guardian.engine.rules.fan_out import FanOut, in_order
 from guardian.engine.rules.for_state import RestorePolicy, restore_for_state, series_sample
 from guardian.engine.rules.group_eval import CompiledGroup, GroupState, QueryFn, evaluate_group
+from guardian.engine.rules.sharding import Sharding
 from guardian.model.alerts import Alert, AlertState, GroupEvaluation
 from guardian.model.labels import LabelSet
 from guardian.model.series import TimeSeries
@@ -106,11 +107,13 @@ class RuleEngine:
         transaction_hooks: Iterable[TransactionHook] = (),
         evaluator: GroupEvaluator | None = None,
         fan_out: FanOut = in_order,
+        sharding: Sharding | None = None,
     ) -> None:
         """``for_state``: restore from Prometheus (the groups given here, the first
         load). ``clock``: the wall clock that restore uses, as Prometheus does.
         ``may_write``: whether this replica remote-writes now (the leader only).
-        ``fan_out``: runs a group's rules and template queries at once (a ThreadFanOut)."""
+        ``fan_out``: runs a group's rules and template queries at once (a ThreadFanOut).
+        ``sharding``: splits a rule's query into shards asked at once."""
         self.query = query
         self.metrics = metrics or EngineMetrics()
         self.env = env or TemplateEnv({})
@@ -123,6 +126,7 @@ class RuleEngine:
         self.may_write = may_write
         self.evaluator = evaluator
         self.fan_out = fan_out
+        self.sharding = sharding
         self._monotonic = monotonic
         self._clock = clock
         self._groups: dict[str, GroupRuntime] = {}
@@ -228,6 +232,7 @@ class RuleEngine:
                     env=self.env,
                     monotonic=self._monotonic,
                     fan_out=self.fan_out,
+                    sharding=self.sharding,
                 )
             restoring = persist and runtime.pending_restore is not None
             if restoring:

@@ -3,6 +3,7 @@ here and turned into the one :class:`HttpClientConfig` both clients take."""
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -12,6 +13,7 @@ from guardian.model.http_client import BasicAuthConfig, HttpClientConfig, TlsCon
 from guardian_common.config_types import Bool, ConfigPath, Duration, Int, StrictModel
 from guardian_common.redact import redact_url
 
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 # Headers the remote-write protocol or the auth options own; Prometheus refuses them too.
 _RESERVED_HEADERS = frozenset(
     {
@@ -127,6 +129,26 @@ class PrometheusSettings(HttpClientSettings):
     """Queries one group evaluation keeps in flight at most: its rules at once, and the
     ``query`` calls of a rule's annotations (one per alert). 1: one after another, as
     Prometheus 2.42 evaluates a group. Decisions are the same either way."""
+    query_shards: Int = Field(default=1, ge=1, le=16)
+    """Parts a rule's query is split into, asked at once within ``concurrent_queries``,
+    where its expression works per value of one of ``shard_labels``. Same answer either
+    way (docs/engine.md, "Queries in shards"). 1: every query whole. Off by default: on
+    Prometheus 2.42 each part pays for its label matcher over the whole index, so it
+    helps a group that one dear rule dominates only where Prometheus has cores to spare
+    (bench/README.md, "Queries in shards")."""
+    shard_labels: list[str] = Field(
+        default=["uuid", "UUID", "node", "Hostname", "pod", "instance"], max_length=16
+    )
+    """Labels a query may be split on, the first that every step of its expression groups
+    and matches by. Defaults: the GPU and node labels of both exporters, then pods."""
+
+    @field_validator("shard_labels")
+    @classmethod
+    def _label_names(cls, names: list[str]) -> list[str]:
+        bad = [n for n in names if not _LABEL_NAME.fullmatch(n) or n == "__name__"]
+        if bad:
+            raise ValueError(f"not label names: {', '.join(map(repr, bad))}")
+        return names
 
 
 class RemoteWriteTLSSettings(TLSSettings):

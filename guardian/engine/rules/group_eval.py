@@ -23,6 +23,7 @@ from guardian.engine.rules.alerting import (
     evaluate_alerting_rule,
 )
 from guardian.engine.rules.fan_out import FanOut, in_order
+from guardian.engine.rules.sharding import Sharding, sharded_query
 from guardian.engine.templates import QuerySample
 from guardian.model.alerts import Alert, AlertTransition, GroupEvaluation
 from guardian.model.labels import LabelSet
@@ -73,8 +74,10 @@ def evaluate_group(
     env: TemplateEnv | None = None,
     monotonic: Callable[[], float] | None = None,
     fan_out: FanOut = in_order,
+    sharding: Sharding | None = None,
 ) -> tuple[dict[str, dict[LabelSet, Alert]], GroupEvaluation]:
-    """All alerting rules of the group at ``ts``. Returns the new state and what happened."""
+    """All alerting rules of the group at ``ts``. Returns the new state and what happened.
+    ``sharding``: a rule's query may be asked in shards at once (engine/rules/sharding.py)."""
     env = env or TemplateEnv({})
 
     def template_query(expr: str) -> list[QuerySample]:
@@ -84,7 +87,7 @@ def evaluate_group(
         started = monotonic() if monotonic else 0.0
         answer: QueryResult | BaseException
         try:
-            answer = query(rule.query, ts)
+            answer = sharded_query(rule.query, ts, query, fan_out, sharding)
         except Exception as exc:  # per rule: the others are still evaluated
             logger.warning("rule %s in group %s failed: %s", rule.rule.name, compiled.name, exc)
             answer = exc

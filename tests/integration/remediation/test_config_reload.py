@@ -165,10 +165,14 @@ def test_a_new_query_concurrency_applies_at_reload(runner: Any) -> None:
     config = Path(runner.config_path)
     before = runner.parts.engine.fan_out
     assert before.limit == 4
-    text = config.read_text().replace("timeout: 10s}", "timeout: 10s, concurrent_queries: 2}")
+    assert runner.parts.engine.sharding is None
+    text = config.read_text().replace(
+        "timeout: 10s}", "timeout: 10s, concurrent_queries: 2, query_shards: 2}"
+    )
     config.write_text(text)
     assert runner.reload() is True
     assert runner.parts.engine.fan_out.limit == 2
+    assert runner.parts.engine.sharding.shards == 2
     _evaluate(runner, clock, 40, 41)
     assert runner.parts.engine.runtime(runner.parts.engine.groups[0].key).last is not None
     # An evaluation that still holds the old one (it began before the reload) finishes:

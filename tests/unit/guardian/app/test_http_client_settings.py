@@ -160,6 +160,41 @@ def test_the_engine_runs_its_queries_with_the_configured_concurrency(tmp_path: P
     try:
         assert isinstance(parts.engine.fan_out, ThreadFanOut)
         assert parts.engine.fan_out.limit == 3
+        assert parts.engine.sharding is None  # query_shards 1: every query whole
     finally:
         parts.engine.close()
         parts.querier.close()
+
+
+def test_the_engine_splits_queries_as_configured(tmp_path: Path) -> None:
+    (tmp_path / "r.yaml").write_text("groups: [{name: g, rules: [{alert: A, expr: up == 0}]}]\n")
+    config = tmp_path / "conf.yaml"
+    config.write_text(
+        HEAD.replace("rule_files", "  query_shards: 3\n  shard_labels: [node]\nrule_files")
+    )
+    parts = build_engine(load_settings(config), persistent=False)
+    try:
+        sharding = parts.engine.sharding
+        assert sharding is not None
+        assert (sharding.shards, sharding.labels) == (3, ("node",))
+    finally:
+        parts.engine.close()
+        parts.querier.close()
+
+
+@pytest.mark.parametrize(
+    ("line", "field"),
+    [
+        ("query_shards: 0", "prometheus.query_shards"),
+        ("query_shards: 17", "prometheus.query_shards"),
+        ("shard_labels: [uuid, 'not a label']", "prometheus.shard_labels"),
+        ("shard_labels: [__name__]", "prometheus.shard_labels"),
+    ],
+)
+def test_query_shards_and_labels_are_checked_at_load(line: str, field: str) -> None:
+    text = HEAD.replace("  url: http://prom:9090\n", f"  url: http://prom:9090\n  {line}\n")
+    with pytest.raises(ConfigErrors) as info:
+        parse_settings(text, "conf.yaml")
+    error = info.value.errors[0]
+    assert (error.path, error.line, error.field) == ("conf.yaml", 3, field)
+    assert parse_settings(HEAD, "conf.yaml").prometheus.query_shards == 1
