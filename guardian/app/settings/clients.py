@@ -132,10 +132,9 @@ class PrometheusSettings(HttpClientSettings):
     query_shards: Int = Field(default=1, ge=1, le=16)
     """Parts a rule's query is split into, asked at once within ``concurrent_queries``,
     where its expression works per value of one of ``shard_labels``. Same answer either
-    way (docs/engine.md, "Queries in shards"). 1: every query whole. Off by default: on
-    Prometheus 2.42 each part pays for its label matcher over the whole index, so it
-    helps a group that one dear rule dominates only where Prometheus has cores to spare
-    (bench/README.md, "Queries in shards")."""
+    way (docs/engine.md, "Queries in shards"). 1: every query whole. Off by default: a
+    part costs more than its share of Prometheus's CPU, so 2 parts help a group that one
+    dear rule dominates only where Prometheus has cores to spare (bench/README.md)."""
     shard_labels: list[str] = Field(
         default=["uuid", "UUID", "node", "Hostname", "pod", "instance"], max_length=16
     )

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from guardian.engine.promql import parse_expr
+from guardian.engine.promql import PromQLError, parse_expr
 from guardian.engine.promql.ast import (
     AggregateExpr,
     BinaryExpr,
@@ -125,7 +125,7 @@ _DATE = frozenset(
     ]
 )
 _NOTHING = "[^\\x{0}-\\x{10ffff}]"  # no string sorts before ""
-_MAX_PIVOT = 24  # code points: a prefix of a pivot is a pivot too, and keeps R_i small
+_MAX_PIVOT = 64  # code points: a prefix of a pivot is a pivot too, and keeps R_i small
 
 
 @dataclass(frozen=True)
@@ -244,7 +244,7 @@ def query_split_label(text: str, preferred: tuple[str, ...]) -> str | None:
     """``split_label`` of the query ``text`` (None also when it does not parse)."""
     try:
         return split_label(_parsed(text), preferred)
-    except Exception:  # a query Prometheus will refuse: asked whole, it reports why
+    except PromQLError:  # a query Prometheus will refuse: asked whole, it reports why
         return None
 
 
