@@ -31,8 +31,8 @@ from guardian.engine.rules.alert_series import build_alert_series, stale_series
 from guardian.engine.rules.alerting import TemplateEnv
 from guardian.engine.rules.fan_out import FanOut, in_order
 from guardian.engine.rules.for_state import RestorePolicy, restore_for_state, series_sample
-from guardian.engine.rules.group_eval import CompiledGroup, GroupState, QueryFn, evaluate_group
-from guardian.engine.rules.sharding import Sharding
+from guardian.engine.rules.group_eval import CompiledGroup, GroupState, evaluate_group
+from guardian.engine.rules.sharding import QueryFn, Sharding
 from guardian.model.alerts import Alert, AlertState, GroupEvaluation
 from guardian.model.labels import LabelSet
 from guardian.model.series import TimeSeries

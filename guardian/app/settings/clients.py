@@ -3,17 +3,16 @@ here and turned into the one :class:`HttpClientConfig` both clients take."""
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from guardian.model.http_client import BasicAuthConfig, HttpClientConfig, TlsConfig
+from guardian.model.labels import is_valid_label_name
 from guardian_common.config_types import Bool, ConfigPath, Duration, Int, StrictModel
 from guardian_common.redact import redact_url
 
-_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 # Headers the remote-write protocol or the auth options own; Prometheus refuses them too.
 _RESERVED_HEADERS = frozenset(
     {
@@ -144,7 +143,7 @@ class PrometheusSettings(HttpClientSettings):
     @field_validator("shard_labels")
     @classmethod
     def _label_names(cls, names: list[str]) -> list[str]:
-        bad = [n for n in names if not _LABEL_NAME.fullmatch(n) or n == "__name__"]
+        bad = [n for n in names if not is_valid_label_name(n) or n == "__name__"]
         if bad:
             raise ValueError(f"not label names: {', '.join(map(repr, bad))}")
         return names

@@ -225,14 +225,14 @@ def split_label(expr: Expr, preferred: Sequence[str]) -> str | None:
     """The first of ``preferred`` that ``expr`` can be split on, or None."""
     if value_type(expr) is not ValueType.VECTOR:
         return None
-    if not any(isinstance(n, VectorSelector) for n in walk(expr)):
-        return None
     try:
         keep = _labels(expr)
     except _Unsplittable:
         return None
     if keep.only is None:  # nothing groups or matches by label: a filter, cheap to ask whole
         return None
+    # A grouping or match implies a selector below it: what makes series without one
+    # (vector(), date functions without an argument) is unsplittable.
     return next((label for label in preferred if label in keep.only - {"__name__"}), None)
 
 
@@ -288,12 +288,6 @@ def pivots(values: Sequence[str], shards: int) -> list[str]:
         if pivot > prev and (not cuts or pivot > cuts[-1]):
             cuts.append(pivot)
     return cuts
-
-
-@dataclass(frozen=True)
-class ShardPlan:
-    label: str
-    queries: tuple[str, ...]
 
 
 def _with_matchers(expr: Expr, extra: list[Matcher]) -> str:

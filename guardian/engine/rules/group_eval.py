@@ -23,7 +23,7 @@ from guardian.engine.rules.alerting import (
     evaluate_alerting_rule,
 )
 from guardian.engine.rules.fan_out import FanOut, in_order
-from guardian.engine.rules.sharding import Sharding, sharded_query
+from guardian.engine.rules.sharding import QueryFn, Sharding, sharded_query
 from guardian.engine.templates import QuerySample
 from guardian.model.alerts import Alert, AlertTransition, GroupEvaluation
 from guardian.model.labels import LabelSet
@@ -32,7 +32,6 @@ from guardian.model.rules import RuleGroup
 
 logger = logging.getLogger(__name__)
 
-QueryFn = Callable[[str, float], QueryResult]
 GroupState = Mapping[str, ActiveMap]  # rule key -> active map
 
 
