@@ -32,7 +32,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict guardian exporter guardian_common
+	$(BIN)/mypy --strict guardian exporter guardian_common testbed
 
 imports: $(STAMP)
 	$(BIN)/lint-imports
@@ -44,7 +44,7 @@ pytest: $(STAMP) prometheus alertmanager chromium kubectl
 test: lint typecheck imports pytest
 
 demo: $(STAMP) prometheus
-	$(BIN)/guardian demo
+	$(BIN)/python -m testbed.demo
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

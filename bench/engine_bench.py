@@ -1,8 +1,8 @@
 """Rule-engine benchmark: one engine cycle against Prometheus's own evaluation of the group.
 
 A synthetic fleet of GPUs (default 10,000; 3 dcgm-exporter metrics, one sample a minute
-around "now") is backfilled into a real Prometheus through guardian.sim.prometheus_server and
-guardian.sim.openmetrics. The same rule group is loaded into that Prometheus, which
+around "now") is backfilled into a real Prometheus through guardian.adapters.local_prometheus and
+guardian.adapters.openmetrics. The same rule group is loaded into that Prometheus, which
 evaluates it on its own schedule, and into the engine, which evaluates it in a separate
 process (so its peak RSS is the engine's alone) against the same server.
 
@@ -34,8 +34,8 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from guardian.sim.openmetrics import Sample, render_openmetrics
-from guardian.sim.prometheus_server import PrometheusOptions, start_prometheus
+from guardian.adapters.local_prometheus import PrometheusOptions, start_prometheus
+from guardian.adapters.openmetrics import Sample, render_openmetrics
 
 GROUP = "bench-gpu"
 RULES = """\

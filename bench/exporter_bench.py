@@ -31,9 +31,9 @@ from exporter.app.collection import CollectionLoop, SnapshotStore
 from exporter.app.metrics import RenderedSnapshot
 from exporter.app.server import ExporterApp, HttpServer
 from exporter.engine.vgpu import VgpuRatios
-from exporter.sim.cgroups import cgroup_file_text, pod_cgroup_path, write_proc_entry
-from exporter.sim.scenario import Scenario
-from exporter.sim.scenario_backend import SimulatedBackend
+from testbed.node.cgroups import cgroup_file_text, pod_cgroup_path, write_proc_entry
+from testbed.node.scenario import Scenario
+from testbed.node.scenario_backend import SimulatedBackend
 
 GPUS, PODS, PROCESSES = 8, 64, 512
 INTERVAL = 5.0

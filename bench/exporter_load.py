@@ -42,9 +42,9 @@ from exporter.adapters.procfs import ProcReader
 from exporter.app.collection import CollectionLoop, SnapshotStore
 from exporter.app.server import REQUEST_TIMEOUT_S, ExporterApp, HttpServer, connection_limit
 from exporter.engine.vgpu import VgpuRatios
-from exporter.sim.scenario_backend import SimulatedBackend
 from guardian_common.http_auth import Authenticator
 from guardian_common.http_server import ServerLimits
+from testbed.node.scenario_backend import SimulatedBackend
 
 SCRAPE_TIMEOUT_S = 10.0
 CONCURRENCY = (10, 50, 200)

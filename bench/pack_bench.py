@@ -46,9 +46,9 @@ import pack_prometheus
 import pack_report
 from fleet_core import Fleet, Timeline
 
+from guardian.adapters.local_prometheus import PrometheusOptions, start_prometheus
 from guardian.app.settings.clients import PrometheusSettings
 from guardian.engine.rules.slots import slot_offset_ns
-from guardian.sim.prometheus_server import PrometheusOptions, start_prometheus
 
 ROOT = Path(__file__).resolve().parent.parent
 HISTORY_S = 2 * 3600

@@ -26,13 +26,13 @@ import fleet_load
 from fleet_core import Timeline
 from pack_bench import HISTORY_S, build_fleet
 
+from guardian.adapters.local_prometheus import PrometheusOptions, start_prometheus
 from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
 from guardian.app.rules.build import read_rule_files
 from guardian.app.settings.clients import PrometheusSettings
 from guardian.engine.promql import printed
 from guardian.engine.promql.shard import pivots, query_split_label, shard_queries
 from guardian.model.http_client import HttpClientConfig
-from guardian.sim.prometheus_server import PrometheusOptions, start_prometheus
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADER = (

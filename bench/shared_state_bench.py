@@ -39,7 +39,7 @@ from guardian.model.notifications import OwnerContext
 from guardian.model.reclaim import PlannedAction, Wait
 from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
 from guardian.model.shared_episode import EpisodeState, SlackParent
-from guardian.sim.kubeapi import FakeKubeAPI
+from testbed.kubeapi import FakeKubeAPI
 
 NS = "gpu-guardian"
 T0 = 1_764_000_000.0

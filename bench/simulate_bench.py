@@ -21,6 +21,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from guardian.adapters.local_prometheus import PrometheusOptions, start_prometheus
 from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
 from guardian.app.history.fetch import RangeFetcher, plan_chunks
 from guardian.app.rules.build import compile_groups
@@ -30,7 +31,6 @@ from guardian.app.simulate.printout import render_json
 from guardian.app.simulate.simulation import Clients, SimulateOptions, Simulation
 from guardian.model.history import TimeRange
 from guardian.model.http_client import HttpClientConfig
-from guardian.sim.prometheus_server import PrometheusOptions, start_prometheus
 
 RULES = Path(__file__).resolve().parents[1] / "rules" / "guardian"
 DAY = 86400

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,18 +25,37 @@ from exporter.app.settings import ExporterSettings
 from exporter.engine.vgpu import VgpuRatios
 from exporter.model.backend import CgroupReader, GpuBackend
 from exporter.model.errors import ConfigError
-from exporter.sim.scenario import load_scenario
-from exporter.sim.scenario_backend import ScenarioCgroups, SimulatedBackend
 from guardian_common.http_auth import Authenticator, load_users
 from guardian_common.http_server import ServerLimits, ServerTls
 
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class NodeSources:
+    """Where a collection reads from: the GPUs and the processes' cgroup files."""
+
+    backend: GpuBackend
+    cgroups: CgroupReader
+
+
+SourcesFactory = Callable[[ExporterSettings], NodeSources]
+
+
+def nvml_sources(settings: ExporterSettings) -> NodeSources:
+    """The node's own driver and /proc (the only sources the product ships)."""
+    return NodeSources(NvmlBackend(), ProcReader(settings.proc_root or Path("/proc")))
+
+
 class Exporter:
     """Everything `serve` runs. Building it validates every file; ConfigError on bad input."""
 
-    def __init__(self, settings: ExporterSettings, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        settings: ExporterSettings,
+        env: Mapping[str, str] | None = None,
+        sources: SourcesFactory = nvml_sources,
+    ) -> None:
         self.settings = settings
         self.enricher = _kube_enricher(settings) if settings.kubernetes_enabled(env or {}) else None
         ratios = (
@@ -44,26 +63,13 @@ class Exporter:
             if settings.vgpu_config is not None
             else VgpuRatios(default=settings.vgpu_ratio)
         )
-        backend: GpuBackend
-        cgroups: CgroupReader
-        if settings.backend == "simulated":
-            if settings.scenario is None:  # the settings validator already refuses this
-                raise ConfigError("the simulated backend needs --scenario FILE", field="--scenario")
-            scenario = load_scenario(settings.scenario)
-            backend = SimulatedBackend(scenario, time.time)
-            cgroups = (
-                ScenarioCgroups(scenario)
-                if settings.proc_root is None
-                else ProcReader(settings.proc_root)
-            )
-        else:
-            backend = NvmlBackend()
-            cgroups = ProcReader(settings.proc_root or Path("/proc"))
+        node = sources(settings)
+        self.backend_name = node.backend.name
         self.store = SnapshotStore()
         timer = RenderTimer()
         self.collection = CollectionLoop(
-            backend,
-            cgroups,
+            node.backend,
+            node.cgroups,
             self.store,
             node=settings.node_name,
             cluster=settings.cluster_name,
@@ -83,7 +89,7 @@ class Exporter:
         self.collection.start()
         logger.info(
             "serving %s backend on %s:%s (tls=%s, auth=%s)",
-            self.settings.backend,
+            self.backend_name,
             self.settings.listen_address,
             self.server.port,
             self.settings.tls_cert_file is not None,

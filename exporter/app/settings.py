@@ -27,7 +27,6 @@ SOURCES: dict[str, tuple[str, str]] = {
     name: (f"--{name.replace('_', '-')}", ENV_PREFIX + name.upper())
     for name in (
         "backend",
-        "scenario",
         "listen_address",
         "port",
         "interval",
@@ -72,10 +71,9 @@ _GROUPING_FIELDS = {
 class ExporterSettings(StrictModel):
     """Paths here come from flags, so they are relative to the working directory."""
 
-    backend: Literal["nvml", "simulated"] = "nvml"
-    """Where readings come from: the NVIDIA driver, or a scenario file (tests, demos)."""
-    scenario: Path | None = None
-    """Scenario YAML of the simulated backend."""
+    backend: Literal["nvml"] = "nvml"
+    """Where readings come from: the NVIDIA driver, the one backend the product ships
+    (the flag stays so that manifests which name it keep working)."""
     listen_address: str = "0.0.0.0"  # noqa: S104 - a node agent serves the Prometheus on the pod network
     """Address to listen on. All: Prometheus scrapes the pod from the pod network."""
     port: Annotated[int, FROM_TEXT, Field(ge=0, le=65535)] = 9400
@@ -87,7 +85,7 @@ class ExporterSettings(StrictModel):
     """Seconds one collection may take before /metrics serves the last snapshot marked
     stale; unset: the interval, since a slower collection has missed its turn anyway."""
     proc_root: Path | None = None
-    """The host's /proc. Unset: /proc for nvml; the scenario's own cgroups for simulated."""
+    """The host's /proc (unset: /proc)."""
     node_name: str = Field(min_length=1)
     """Kubernetes node name, the ``node`` label; $NODE_NAME (downward API), else hostname."""
     vgpu_config: Path | None = None
@@ -144,8 +142,6 @@ class ExporterSettings(StrictModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> ExporterSettings:
-        if self.backend == "simulated" and self.scenario is None:
-            raise ValueError("scenario: the simulated backend needs --scenario FILE")
         if (self.tls_cert_file is None) != (self.tls_key_file is None):
             raise ValueError("tls_cert_file: TLS needs both --tls-cert-file and --tls-key-file")
         try:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from exporter.app.attribute import attribute
-from exporter.app.serve import Exporter, run
+from exporter.app.serve import Exporter, SourcesFactory, nvml_sources, run
 from exporter.app.settings import SOURCES, settings_from
 from exporter.model.errors import ConfigError
 from guardian_common.logs import add_logging_arguments, configure_logging
@@ -26,13 +26,12 @@ EXIT_CONFIG = 2
 # Durations stay text here: the settings parse them (15s, 1m30s or seconds) for flags and
 # GUARDIAN_EXPORTER_* variables alike, and their errors name the flag or the variable.
 _SERVE_FLAGS: tuple[tuple[str, type, str], ...] = (
-    ("backend", str, "GPU backend: nvml or simulated (default: nvml)"),
-    ("scenario", Path, "scenario YAML for the simulated backend"),
+    ("backend", str, "GPU backend: nvml, the only one (default: nvml)"),
     ("listen_address", str, "address to listen on (default: 0.0.0.0; [::] style for IPv6)"),
     ("port", int, "port to listen on (default: 9400; 0 picks a free one)"),
     ("interval", str, "time between collections, e.g. 15s, 1m30s or 5 (seconds) (default: 5s)"),
     ("collect_timeout", str, "time before serving stale data, e.g. 10s (default: the interval)"),
-    ("proc_root", Path, "the host's /proc (default: /proc, or the scenario's for simulated)"),
+    ("proc_root", Path, "the host's /proc (default: /proc)"),
     ("node_name", str, "the Kubernetes node name (default: $NODE_NAME, else the hostname)"),
     ("vgpu_config", Path, "vGPU ratio file: default, per-model and per-UUID ratios"),
     ("vgpu_ratio", float, "global vGPU ratio when there is no file (default: 1)"),
@@ -62,9 +61,9 @@ def _version() -> str:
         return "unknown"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "guardian-exporter") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="guardian-exporter",
+        prog=prog,
         description="GPU Guardian node exporter: per-GPU and per-pod GPU metrics for Prometheus.",
     )
     add_logging_arguments(parser, _version())
@@ -90,11 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _serve(args: argparse.Namespace) -> int:
+def _serve(args: argparse.Namespace, sources: SourcesFactory) -> int:
     flags: dict[str, Any] = {name: getattr(args, name) for name, _, _ in _SERVE_FLAGS}
     try:
         settings = settings_from(flags, os.environ, socket.gethostname())
-        exporter = Exporter(settings, os.environ)  # validates every file before anything starts
+        # Building validates every file before anything starts.
+        exporter = Exporter(settings, os.environ, sources)
         stop = threading.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: stop.set())
@@ -121,13 +121,19 @@ def _attribute(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    parser: argparse.ArgumentParser | None = None,
+    sources: SourcesFactory = nvml_sources,
+) -> int:
+    """Run one command. A test bed passes its own parser (extra flags) and node sources."""
+    parser = parser or build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
     configure_logging(args.log_level or "INFO", args.log_format)
     if args.command == "serve":
-        return _serve(args)
+        return _serve(args, sources)
     return _attribute(args)

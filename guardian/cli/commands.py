@@ -5,7 +5,6 @@ from __future__ import annotations
 from guardian.cli import (
     alertmanager_config_cmd,
     dcgm_cmd,
-    demo_cmd,
     engine_cmds,
     policies_cmd,
     report_cmd,
@@ -29,7 +28,6 @@ def register_all(subparsers: SubParsers) -> None:
     report_cmd.register(subparsers)
     dcgm_cmd.register(subparsers)
     alertmanager_config_cmd.register(subparsers)
-    demo_cmd.register(subparsers)
 
 
 def _register_rules(subparsers: SubParsers) -> None:

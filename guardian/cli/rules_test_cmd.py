@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from guardian.adapters.local_prometheus import PrometheusBinaries
 from guardian.app.promtest import FileResult, Status, run_test_file
 from guardian.cli._common import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, SubParsers
-from guardian.sim.prometheus_server import PrometheusBinaries
 from guardian_common.errors import GuardianError
 
 

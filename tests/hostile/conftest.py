@@ -11,7 +11,7 @@ from tests.hostile.harness import Outcome, Run, Runner
 
 @pytest.fixture(scope="session")
 def run_cli() -> Iterator[Run]:
-    """``run_cli("guardian" | "exporter", argv)``: the outcome of one case under the limits."""
+    """``run_cli("guardian" | "exporter" | "node", argv)``: one case's outcome under the limits."""
     runners: dict[str, Runner] = {}
 
     def run(program: str, argv: list[str]) -> Outcome:

@@ -1,4 +1,6 @@
-"""Run CLI cases under resource limits: ``python -m tests.hostile.runner guardian|exporter``.
+"""Run CLI cases under resource limits: ``python -m tests.hostile.runner guardian|exporter|node``.
+
+``node`` is the exporter's command line on the test bed's simulated node (``--scenario``).
 
 Reads one JSON argv list per line on stdin and answers one JSON result per line. The CLI
 is imported once; each case runs in a forked child that sets its limits first, as a
@@ -81,8 +83,11 @@ def run_case(cli: Main, argv: list[str]) -> dict[str, Any]:
 
 
 def main() -> None:
+    cli: Main
     if sys.argv[1] == "guardian":
         from guardian.cli import main as cli
+    elif sys.argv[1] == "node":
+        from testbed.node.__main__ import main as cli
     else:
         from exporter.cli import main as cli
     for line in sys.stdin:

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CPU_SECONDS = 10  # imports included
 ADDRESS_SPACE = 1 << 30  # a billion laughs expanded needs several GiB
 DEADLINE = 60.0
-SERVE = ["serve", "--backend", "simulated", "--kubernetes", "off", "--port", "0"]
+SERVE = ["serve", "--kubernetes", "off", "--port", "0"]
 
 
 def _limits() -> None:
@@ -66,8 +66,8 @@ def _run(args: list[str], tmp_path: Path) -> tuple[int, str, int]:
         (["guardian", "rules", "check", "{}"], billion_laughs),
         (["guardian", "eval", "--config", "{}"], fifo),
         (["guardian", "policies", "check", "{}"], nested_block),
-        (["exporter", *SERVE, "--scenario", "{}"], billion_laughs),
-        (["exporter", *SERVE, "--scenario", "{}"], dev_zero),
+        (["testbed.node", *SERVE, "--scenario", "{}"], billion_laughs),
+        (["testbed.node", *SERVE, "--scenario", "{}"], dev_zero),
     ],
     ids=["rules-laughs", "config-fifo", "policies-nesting", "scenario-laughs", "scenario-zero"],
 )

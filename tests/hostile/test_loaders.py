@@ -18,8 +18,8 @@ from tests.hostile.harness import Run
 from tests.hostile.inputs import COMMON, Hostile, mistyped
 
 ROOT = Path(__file__).resolve().parents[2]
-GOOD_SCENARIO = str(ROOT / "exporter/sim/scenarios/shared-node.yaml")
-SERVE = ["serve", "--backend", "simulated", "--kubernetes", "off", "--port", "0"]
+GOOD_SCENARIO = str(ROOT / "testbed/node/scenarios/shared-node.yaml")
+SERVE = ["serve", "--kubernetes", "off", "--port", "0"]
 POLICY_HEAD = "apiVersion: gpu-guardian.io/v1alpha1\nkind: ReclaimPolicy\nmetadata: {name: a}\n"
 
 
@@ -68,19 +68,19 @@ LOADERS = [
     ),
     Loader(
         "scenario",
-        "exporter",
+        "node",
         (*SERVE, "--scenario", "{}"),
         mistyped("gpus: [{uuid: GPU-1, memory_total: true}]\n", "not a boolean"),
     ),
     Loader(
         "users file",
-        "exporter",
+        "node",
         (*SERVE, "--scenario", GOOD_SCENARIO, "--basic-auth-users-file", "{}"),
         mistyped("basic_auth_users: {prom: 1}\n", "the hash must be a string"),
     ),
     Loader(
         "vGPU file",
-        "exporter",
+        "node",
         (*SERVE, "--scenario", GOOD_SCENARIO, "--vgpu-config", "{}"),
         mistyped("default: '2'\n", "must be a number, not the string '2'"),
     ),

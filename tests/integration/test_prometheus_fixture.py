@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from guardian.sim.openmetrics import Sample, render_openmetrics
-from guardian.sim.prometheus_server import (
+from guardian.adapters.local_prometheus import (
     BackfillError,
     LocalPrometheus,
     PrometheusBinaries,
@@ -20,6 +19,7 @@ from guardian.sim.prometheus_server import (
     PrometheusStartError,
     start_prometheus,
 )
+from guardian.adapters.openmetrics import Sample, render_openmetrics
 from tests.helpers import pid_alive, prom_get
 from tests.plugins.prometheus_fixture import PrometheusFactory
 

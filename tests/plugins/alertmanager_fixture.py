@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from guardian.sim.alertmanager_server import (
+from testbed.alertmanager_server import (
     AlertmanagerBinaries,
     LocalAlertmanager,
     start_alertmanager,

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from kubernetes import config
 
-from guardian.sim.kubeapi import FakeKubeAPI, ResourceType, ScaleSpec
+from testbed.kubeapi import FakeKubeAPI, ResourceType, ScaleSpec
 
 # A CRD with a scale subresource, as LeaderWorkerSet declares.
 LWS = ResourceType(

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from guardian.sim.prometheus_server import (
+from guardian.adapters.local_prometheus import (
     LocalPrometheus,
     PrometheusBinaries,
     PrometheusOptions,

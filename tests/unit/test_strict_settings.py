@@ -19,7 +19,7 @@ MODULES = (
     "guardian.app.settings.config_file",
     "guardian.model.policies",
     "exporter.app.settings",
-    "exporter.sim.scenario",
+    "testbed.node.scenario",
     "exporter.adapters.vgpu_config",
 )
 
@@ -31,7 +31,7 @@ def _models() -> Iterator[type[StrictModel]]:
     while stack:
         for sub in stack.pop().__subclasses__():
             stack.append(sub)
-            if sub.__module__.startswith(("guardian.", "exporter.")):
+            if sub.__module__.startswith(("guardian.", "exporter.", "testbed.")):
                 yield sub
 
 

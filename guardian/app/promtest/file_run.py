@@ -18,6 +18,7 @@ from pathlib import Path
 
 import requests
 
+from guardian.adapters.local_prometheus import PrometheusBinaries
 from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
 from guardian.adapters.prometheus_range import RangeQuerier
 from guardian.adapters.remote_write import RemoteWriteClient
@@ -27,7 +28,6 @@ from guardian.app.rules.build import read_rule_files
 from guardian.engine.promtest.model import TestGroup, UnitTestFile, parse_test_file
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.model.http_client import HttpClientConfig
-from guardian.sim.prometheus_server import PrometheusBinaries
 from guardian_common.errors import ConfigError, ConfigErrors
 from guardian_common.files import read_text
 

@@ -23,15 +23,15 @@ from pathlib import Path
 import requests
 import yaml
 
-from guardian.engine.promtest.model import TestGroup
-from guardian.engine.promtest.notation import Stale
-from guardian.sim.openmetrics import Sample, render_openmetrics
-from guardian.sim.prometheus_server import (
+from guardian.adapters.local_prometheus import (
     LocalPrometheus,
     PrometheusBinaries,
     PrometheusOptions,
     start_prometheus,
 )
+from guardian.adapters.openmetrics import Sample, render_openmetrics
+from guardian.engine.promtest.model import TestGroup
+from guardian.engine.promtest.notation import Stale
 from guardian_common.durations import format_duration
 from guardian_common.errors import PermanentError
 

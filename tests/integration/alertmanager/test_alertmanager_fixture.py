@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from guardian.sim.alertmanager_server import (
+from testbed.alertmanager_server import (
     AlertmanagerBinaries,
     AlertmanagerNotInstalledError,
     AlertmanagerStartError,

@@ -17,7 +17,7 @@ import pytest
 import requests
 import yaml
 
-from guardian.sim.prometheus_server import free_loopback_port
+from guardian.adapters.local_prometheus import free_loopback_port
 from tests.plugins.alertmanager_fixture import AlertmanagerFactory
 
 from .live import (

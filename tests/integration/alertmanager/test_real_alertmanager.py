@@ -21,7 +21,7 @@ from guardian.app.alertmanager.metrics import AlertmanagerMetrics
 from guardian.model.alertmanager_api import AlertStatus, PostableAlert, StoredAlert
 from guardian.model.http_client import HttpClientConfig
 from guardian.model.labels import LabelSet
-from guardian.sim.alertmanager_server import LocalAlertmanager, check_config
+from testbed.alertmanager_server import LocalAlertmanager, check_config
 from tests.plugins.alertmanager_fixture import AlertmanagerFactory
 
 ROOT = Path(__file__).resolve().parents[3]

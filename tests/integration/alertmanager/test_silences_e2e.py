@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from guardian.adapters.alertmanager import AlertmanagerClient
+from guardian.adapters.openmetrics import Sample, render_openmetrics
 from guardian.app.controller import ControllerParts
 from guardian.app.remediation.status import build_status
 from guardian.app.rules.build import build_engine
@@ -31,10 +32,9 @@ from guardian.app.settings.config_file import load_settings
 from guardian.model.http_client import HttpClientConfig
 from guardian.model.remediation_events import StepOutcome, WorkloadRef
 from guardian.model.times import rfc3339
-from guardian.sim.kubeapi import FakeKubeAPI
-from guardian.sim.kubeapi import builders as b
-from guardian.sim.openmetrics import Sample, render_openmetrics
-from guardian.sim.slackapi import Channel, FakeSlack
+from testbed.kubeapi import FakeKubeAPI
+from testbed.kubeapi import builders as b
+from testbed.slackapi import Channel, FakeSlack
 from tests.integration.remediation.scenario import POLICY, RULES
 from tests.plugins.alertmanager_fixture import AlertmanagerFactory
 

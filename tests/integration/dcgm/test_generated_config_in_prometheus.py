@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 import yaml
 
+from guardian.adapters.local_prometheus import PrometheusBinaries
 from guardian.engine.dcgm_config import (
     ClusterLabelVia,
     DcgmConfigRequest,
     ServiceDiscovery,
     prometheus_config,
 )
-from guardian.sim.prometheus_server import PrometheusBinaries
 from guardian_common.grouping import GroupingOptions
 from tests.helpers import prom_get
 from tests.plugins.prometheus_fixture import PrometheusFactory

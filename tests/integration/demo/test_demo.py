@@ -1,4 +1,4 @@
-"""`guardian demo` end to end, as CI's smoke test runs it: it succeeds, and whatever way it
+"""the demo (`make demo`) end to end, as CI's smoke test runs it: it succeeds, and whatever way it
 ends (success, deadline, Ctrl-C) no process it started is left behind."""
 
 from __future__ import annotations
@@ -56,8 +56,7 @@ def _demo(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
         [
             sys.executable,
             "-m",
-            "guardian",
-            "demo",
+            "testbed.demo",
             "--workdir",
             str(tmp_path / "demo"),
             "--pid-file",

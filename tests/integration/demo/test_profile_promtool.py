@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from guardian.demo.profile import DemoProfile, write_profile_rules
-from guardian.sim.prometheus_server import PrometheusBinaries
+from guardian.adapters.local_prometheus import PrometheusBinaries
+from testbed.demo.profile import DemoProfile, write_profile_rules
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import requests
 
-from guardian.sim.openmetrics import Sample, render_openmetrics
+from guardian.adapters.openmetrics import Sample, render_openmetrics
 from tests.unit.deploy.dashboard import DCGM_DASHBOARD, dashboard, queries
 
 T0 = 1_700_000_000

@@ -12,7 +12,7 @@ import pytest
 
 from tests.unit.deploy.dockerfile import REPO, healthcheck_script
 
-SCENARIO = REPO / "exporter" / "sim" / "scenarios" / "shared-node.yaml"
+SCENARIO = REPO / "testbed" / "node" / "scenarios" / "shared-node.yaml"
 
 
 def _free_port() -> int:
@@ -33,18 +33,15 @@ def test_healthcheck_follows_the_exporter(tmp_path: Path) -> None:
     script = tmp_path / "gpu-guardian-healthcheck"
     script.write_text(healthcheck_script(), encoding="utf-8")
     port = _free_port()
-    argv = [
-        str(Path(sys.executable).parent / "guardian-exporter"),
-        "serve",
-        "--backend=simulated",
-        f"--scenario={SCENARIO}",
-        "--listen-address=127.0.0.1",
-        f"--port={port}",
-    ]
+    flags = ["--listen-address=127.0.0.1", f"--port={port}"]
+    # The health check reads the command line the image runs; the process serving that
+    # port is the same exporter on a simulated node (the test bed's command line).
+    image_argv = [sys.executable, "/opt/gpu-guardian/bin/guardian-exporter", "serve", *flags]
     cmdline = tmp_path / "cmdline"
-    cmdline.write_bytes(b"\0".join(a.encode() for a in [sys.executable, *argv]) + b"\0")
+    cmdline.write_bytes(b"\0".join(a.encode() for a in image_argv) + b"\0")
     assert _check(script, cmdline).returncode == 1  # nothing listens yet
-    proc = subprocess.Popen([sys.executable, *argv], stderr=subprocess.DEVNULL)
+    argv = [sys.executable, "-m", "testbed.node", "serve", f"--scenario={SCENARIO}", *flags]
+    proc = subprocess.Popen(argv, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 20
         while (result := _check(script, cmdline)).returncode != 0:

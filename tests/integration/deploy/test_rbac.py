@@ -37,8 +37,8 @@ from guardian.model.policies_crd import crds
 from guardian.model.reclaim import ActionKind, Plan, PlannedAction
 from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
 from guardian.model.shared_episode import EpisodeState
-from guardian.sim.kubeapi import FakeKubeAPI, ResourceType, ScaleSpec
-from guardian.sim.kubeapi import builders as b
+from testbed.kubeapi import FakeKubeAPI, ResourceType, ScaleSpec
+from testbed.kubeapi import builders as b
 from tests.plugins.kube_fixture import LWS, ManualClock
 
 from .conftest import Build, Obj

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from guardian.sim.openmetrics import Sample, render_openmetrics
-from guardian.sim.query_proxy import QueryProxy
+from guardian.adapters.openmetrics import Sample, render_openmetrics
+from testbed.query_proxy import QueryProxy
 
 # A fixed, old start: deterministic, and far from the server's own head block.
 T0 = 1_700_000_000.0

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from guardian.sim.prometheus_server import free_loopback_port
+from guardian.adapters.local_prometheus import free_loopback_port
 from tests.helpers import prom_get, write_configmap_volume
 from tests.integration.engine.conftest import T0, openmetrics, series, write_rules
 

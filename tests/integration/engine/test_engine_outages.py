@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from guardian.adapters.local_prometheus import free_loopback_port
 from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
 from guardian.model.alerts import EvaluationHealth, GroupEvaluation, TransitionKind
 from guardian.model.http_client import HttpClientConfig
-from guardian.sim.prometheus_server import free_loopback_port
 from tests.integration.engine.conftest import (
     STEP,
     T0,

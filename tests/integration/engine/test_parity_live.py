@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from guardian.adapters.openmetrics import Sample, render_openmetrics
 from guardian.app.http_api import alert_json
-from guardian.sim.openmetrics import Sample, render_openmetrics
 from tests.helpers import prom_get
 from tests.integration.engine.conftest import make_engine, write_rules
 

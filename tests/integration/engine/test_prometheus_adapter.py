@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from guardian.adapters.local_prometheus import free_loopback_port
 from guardian.adapters.prometheus import (
     LabelCache,
     PrometheusAccess,
@@ -18,7 +19,6 @@ from guardian.adapters.prometheus import (
 from guardian.adapters.query_transport import QueryTransport
 from guardian.model.http_client import BasicAuthConfig, HttpClientConfig
 from guardian.model.labels import LabelSet
-from guardian.sim.prometheus_server import free_loopback_port
 from guardian_common.redact import Secrets
 from tests.integration.engine.conftest import T0, openmetrics, series
 

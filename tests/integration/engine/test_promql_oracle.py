@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
+from guardian.adapters.local_prometheus import PrometheusBinaries
 from guardian.engine.promql import PromQLError, printed
-from guardian.sim.prometheus_server import PrometheusBinaries
 from tests.plugins.prometheus_fixture import PrometheusFactory
 
 pytestmark = pytest.mark.e2e

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from guardian.adapters.local_prometheus import PrometheusBinaries
 from guardian.adapters.prometheus import (
     PrometheusAccess,
     PrometheusQuerier,
@@ -33,7 +34,6 @@ from guardian.engine.rules.fan_out import in_order
 from guardian.engine.rules.sharding import Sharding, sharded_query
 from guardian.model.http_client import HttpClientConfig
 from guardian.model.query import QueryResult
-from guardian.sim.prometheus_server import PrometheusBinaries
 from tests.plugins.prometheus_fixture import PrometheusFactory
 
 pytestmark = pytest.mark.e2e

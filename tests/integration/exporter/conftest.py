@@ -17,9 +17,11 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.sim.stubnvml import build_stub
+from testbed.node.stubnvml import build_stub
 
 EXPORTER = str(Path(sys.executable).parent / "guardian-exporter")
+# The same command line on a simulated node (`--scenario FILE`), from the test bed.
+SIMULATED_NODE = [sys.executable, "-m", "testbed.node"]
 
 
 @pytest.fixture(scope="session")
@@ -78,8 +80,9 @@ def exporter_process() -> Iterator[Callable[..., Running]]:
         port = free_port()
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("GUARDIAN_")}
         full_env.update(env or {})
+        program = SIMULATED_NODE if "--scenario" in args else [EXPORTER]
         proc = subprocess.Popen(
-            [EXPORTER, "serve", "--listen-address", "127.0.0.1", "--port", str(port), *args],
+            [*program, "serve", "--listen-address", "127.0.0.1", "--port", str(port), *args],
             env=full_env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 
 from exporter.model.allocation import ContainerDevices
-from exporter.sim.kubelet import FakeKubelet
-from guardian.sim.kubeapi import FakeKubeAPI
-from guardian.sim.kubeapi import builders as b
+from testbed.kubeapi import FakeKubeAPI
+from testbed.kubeapi import builders as b
+from testbed.node.kubelet import FakeKubelet
 from tests.integration.exporter.conftest import Running, Series
 
 pytestmark = pytest.mark.e2e
 
-SCENARIO = Path(str(resources.files("exporter.sim").joinpath("scenarios"))) / "shared-node.yaml"
+SCENARIO = Path(str(resources.files("testbed.node").joinpath("scenarios"))) / "shared-node.yaml"
 NODE = "gpu-node-1"
 GPU_A = "GPU-6c2a8a4e-3f1b-4c2d-9e8f-0a1b2c3d4e5f"  # index 0
 GPU_B = "GPU-7d3b9b5f-4a2c-4d3e-8f90-1b2c3d4e5f60"  # index 1
@@ -95,7 +95,7 @@ def _serve(
 ) -> Running:
     kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
     return exporter_process(
-        "--backend", "simulated", "--scenario", str(SCENARIO), "--interval", "0.3",
+        "--scenario", str(SCENARIO), "--interval", "0.3",
         "--kubeconfig", str(kubeconfig), "--pod-resources-socket", str(socket),
         "--group-label-allowlist", f"{GROUP}|team", "--cluster-name", "prod",
         "--extra-gpu-resources", "nvidia.com/gpu.shared",

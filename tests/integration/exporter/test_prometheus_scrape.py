@@ -15,7 +15,7 @@ from tests.integration.exporter.conftest import Running
 
 pytestmark = pytest.mark.e2e
 
-SCENARIOS = Path(str(resources.files("exporter.sim").joinpath("scenarios")))
+SCENARIOS = Path(str(resources.files("testbed.node").joinpath("scenarios")))
 
 
 def wait_query(
@@ -35,7 +35,7 @@ def test_prometheus_scrapes_per_pod_series_and_busy_counter(
     exporter_process: Callable[..., Running], prometheus: Any
 ) -> None:
     running = exporter_process(
-        "--backend", "simulated", "--scenario", str(SCENARIOS / "shared-node.yaml"),
+        "--scenario", str(SCENARIOS / "shared-node.yaml"),
         "--interval", "0.5", env={"NODE_NAME": "gpu-node-1"},
     )  # fmt: skip
     target = running.url.removeprefix("http://")
@@ -72,7 +72,7 @@ def test_with_a_cluster_name_device_and_pod_series_join_on_cluster(
     exporter_process: Callable[..., Running], prometheus: Any
 ) -> None:
     running = exporter_process(
-        "--backend", "simulated", "--scenario", str(SCENARIOS / "shared-node.yaml"),
+        "--scenario", str(SCENARIOS / "shared-node.yaml"),
         "--interval", "0.5", "--cluster-name", "prod-eu", env={"NODE_NAME": "gpu-node-1"},
     )  # fmt: skip
     prom = prometheus(

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from exporter.sim.stubnvml import SCENARIO_ENV
+from testbed.node.stubnvml import SCENARIO_ENV
 from tests.integration.exporter.conftest import EXPORTER, Running, Series
 
 pytestmark = pytest.mark.e2e
 
-SCENARIOS = Path(str(resources.files("exporter.sim").joinpath("scenarios")))
+SCENARIOS = Path(str(resources.files("testbed.node").joinpath("scenarios")))
 FIXTURE_PROC = Path(__file__).resolve().parents[2] / "fixtures" / "exporter" / "proc"
 GPU = "GPU-aaaaaaaa-0000-4000-8000-000000000001"
 # Fixture pids: 1006 is a v2 systemd/containerd pod, 1017 a host service.
@@ -43,7 +43,7 @@ def test_simulated_scenario_serves_real_metrics_and_stops_on_sigterm(
     exporter_process: Callable[..., Running],
 ) -> None:
     running = exporter_process(
-        "--backend", "simulated", "--scenario", str(SCENARIOS / "shared-node.yaml"),
+        "--scenario", str(SCENARIOS / "shared-node.yaml"),
         "--interval", "0.5", env={"NODE_NAME": "gpu-node-1"},
     )  # fmt: skip
     got = running.wait_for(lambda s: "guardian_gpu_busy_seconds_total" in s)
@@ -66,7 +66,7 @@ def test_cluster_name_is_on_every_series_also_without_kubernetes(
     exporter_process: Callable[..., Running],
 ) -> None:
     running = exporter_process(
-        "--backend", "simulated", "--scenario", str(SCENARIOS / "shared-node.yaml"),
+        "--scenario", str(SCENARIOS / "shared-node.yaml"),
         "--interval", "0.5", "--kubernetes", "off", "--cluster-name", "prod-eu",
         env={"NODE_NAME": "gpu-node-1"},
     )  # fmt: skip
@@ -90,7 +90,7 @@ def test_cluster_name_is_on_the_health_series_while_nvml_is_down(
     exporter_process: Callable[..., Running], tmp_path: Path
 ) -> None:
     running = exporter_process(
-        "--backend", "nvml", "--interval", "0.3", "--cluster-name", "prod-eu",
+        "--interval", "0.3", "--cluster-name", "prod-eu",
         env={"LD_LIBRARY_PATH": str(tmp_path), "NODE_NAME": "gpu-node-1"},
     )  # fmt: skip
     got = running.series()
@@ -114,7 +114,7 @@ def test_nvml_backend_through_the_stub_library(
     scenario = tmp_path / "stub.txt"
     scenario.write_text(STUB)
     running = exporter_process(
-        "--backend", "nvml", "--proc-root", str(FIXTURE_PROC), "--interval", "0.3",
+        "--proc-root", str(FIXTURE_PROC), "--interval", "0.3",
         env={"LD_LIBRARY_PATH": str(stub_dir), SCENARIO_ENV: str(scenario)},
     )  # fmt: skip
     got = running.wait_for(lambda s: "guardian_gpu_info" in s)
@@ -141,9 +141,7 @@ def test_nvml_backend_through_the_stub_library(
 def test_missing_library_keeps_serving_with_nvml_down(
     exporter_process: Callable[..., Running], tmp_path: Path
 ) -> None:
-    running = exporter_process(
-        "--backend", "nvml", "--interval", "0.3", env={"LD_LIBRARY_PATH": str(tmp_path)}
-    )
+    running = exporter_process("--interval", "0.3", env={"LD_LIBRARY_PATH": str(tmp_path)})
     got = running.series()
     assert value(got, "guardian_exporter_nvml_up") == 0
     assert value(got, "guardian_exporter_errors_total", op="init", kind="library_not_found") >= 1
@@ -157,7 +155,7 @@ def test_a_hung_nvml_call_does_not_freeze_metrics(
     scenario = tmp_path / "stub.txt"
     scenario.write_text(STUB)
     running = exporter_process(
-        "--backend", "nvml", "--proc-root", str(FIXTURE_PROC),
+        "--proc-root", str(FIXTURE_PROC),
         "--interval", "0.3", "--collect-timeout", "0.5",
         env={"LD_LIBRARY_PATH": str(stub_dir), SCENARIO_ENV: str(scenario)},
     )  # fmt: skip

@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client, config
 
 from exporter.adapters.kube_pods import PodWatcher
-from guardian.sim.kubeapi import FakeKubeAPI
+from testbed.kubeapi import FakeKubeAPI
 
 pytestmark = pytest.mark.e2e
 

@@ -13,7 +13,7 @@ Shapes (one simulated cluster each, all started together to share the wall clock
 - ``a`` and ``b``: two clusters behind one Thanos stand-in; in ``b`` the same-named
   ``ml/train-llm`` is idle, in ``a`` busy. Only ``a`` has a controller.
 
-A separate process, as ``guardian demo`` is: the demo's parts fork Prometheus before
+A separate process, as `the demo (`make demo`)` is: the demo's parts fork Prometheus before
 they run gRPC servers, which a long pytest session cannot promise.
 """
 
@@ -29,13 +29,13 @@ from typing import Any
 
 from guardian.adapters.ledger import Ledger
 from guardian.app.remediation.status import build_status
-from guardian.demo import config as cfg
-from guardian.demo.cluster import deployment_state
-from guardian.demo.fleet import DOOMED_NODE, NODES, NOTEBOOK, SWEEP, TRAINING
-from guardian.demo.observers import get_json, prometheus_query
-from guardian.demo.processes import ProcessGroup
-from guardian.demo.profile import DemoProfile, write_profile_rules
-from guardian.demo.run import default_rules_dir
+from testbed.demo import config as cfg
+from testbed.demo.cluster import deployment_state
+from testbed.demo.fleet import DOOMED_NODE, NODES, NOTEBOOK, SWEEP, TRAINING
+from testbed.demo.observers import get_json, prometheus_query
+from testbed.demo.processes import ProcessGroup
+from testbed.demo.profile import DemoProfile, write_profile_rules
+from testbed.demo.run import default_rules_dir
 
 from .stacks import Cluster, Shape
 

@@ -16,20 +16,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from exporter.sim.kubelet import FakeKubelet
-from guardian.demo import config as cfg
-from guardian.demo.cluster import DemoCluster, start_kubelets
-from guardian.demo.fleet import NODES, scenario_yaml
-from guardian.demo.processes import Child, ProcessGroup, wait_http_ok
-from guardian.demo.profile import DemoProfile
-from guardian.sim.kubeapi import FakeKubeAPI
-from guardian.sim.prometheus_server import (
+from guardian.adapters.local_prometheus import (
     LocalPrometheus,
     PrometheusOptions,
     free_loopback_port,
     start_prometheus,
 )
-from guardian.sim.thanos_query import Store, ThanosQuery
+from testbed.demo import config as cfg
+from testbed.demo.cluster import DemoCluster, start_kubelets
+from testbed.demo.fleet import NODES, scenario_yaml
+from testbed.demo.processes import Child, ProcessGroup, wait_http_ok
+from testbed.demo.profile import DemoProfile
+from testbed.kubeapi import FakeKubeAPI
+from testbed.node.kubelet import FakeKubelet
+from testbed.thanos_query import Store, ThanosQuery
 
 GRACE_PERIOD_S = 6  # the demo's 20 s, shortened: the matrix runs several stories at once
 

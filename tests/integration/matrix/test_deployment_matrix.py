@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from guardian.demo.fleet import DOOMED_NODE, NOTEBOOK, TRAINING
+from testbed.demo.fleet import DOOMED_NODE, NOTEBOOK, TRAINING
 
 pytestmark = pytest.mark.e2e
 

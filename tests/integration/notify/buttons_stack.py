@@ -16,8 +16,8 @@ from guardian.app.controller import ControllerParts
 from guardian.app.rules.build import build_engine
 from guardian.app.rules.runtime import RuleEngine
 from guardian.app.settings.config_file import load_settings
-from guardian.sim.kubeapi import FakeKubeAPI
-from guardian.sim.slackapi import Channel, FakeSlack, Message
+from testbed.kubeapi import FakeKubeAPI
+from testbed.slackapi import Channel, FakeSlack, Message
 
 from ..remediation.scenario import POLICY, RULES, at
 

@@ -23,7 +23,7 @@ from guardian.model.remediation_events import (
     StepOutcome,
     WorkloadRef,
 )
-from guardian.sim.slackapi import Channel, FakeSlack
+from testbed.slackapi import Channel, FakeSlack
 
 TOKEN = "xoxb-guardian-test-0123456789"  # noqa: S105 - the fake workspace's bot token
 ALERTS = Channel("C0123", "gpu-alerts")

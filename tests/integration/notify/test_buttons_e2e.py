@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from guardian.model.times import parse_rfc3339
-from guardian.sim.kubeapi import FakeKubeAPI
-from guardian.sim.slackapi import FakeSlack
+from testbed.kubeapi import FakeKubeAPI
+from testbed.slackapi import FakeSlack
 
 from ..remediation.scenario import fleet_metrics, seed_cluster
 from .buttons_stack import (

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from guardian.adapters.slack.http_intake import InteractivityServer
-from guardian.sim.kubeapi import FakeKubeAPI
-from guardian.sim.slackapi import FakeSlack
+from testbed.kubeapi import FakeKubeAPI
+from testbed.slackapi import FakeSlack
 
 from ..remediation.scenario import fleet_metrics, seed_cluster
 from .buttons_stack import (

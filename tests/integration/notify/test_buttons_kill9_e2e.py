@@ -18,14 +18,14 @@ import pytest
 
 from guardian.adapters.kube.click_store import DONE, NAME, data_key
 from guardian.adapters.slack.block_actions import parse_click
-from guardian.demo import config as cfg
-from guardian.demo.processes import ProcessGroup
-from guardian.demo.replicas import Replicas
 from guardian.engine.notify.click_plan import CLICK_ANNOTATION
 from guardian.model.policies import Annotations
 from guardian.model.times import parse_rfc3339
-from guardian.sim.kubeapi import FakeKubeAPI
-from guardian.sim.slackapi import FakeSlack, Message
+from testbed.demo import config as cfg
+from testbed.demo.processes import ProcessGroup
+from testbed.demo.replicas import Replicas
+from testbed.kubeapi import FakeKubeAPI
+from testbed.slackapi import FakeSlack, Message
 
 from ..remediation.ha_stack import (
     CHANNEL,

@@ -19,8 +19,8 @@ from guardian.adapters.slack.transport import (
 )
 from guardian.app.notify import SlackNotifier
 from guardian.model.remediation_events import LadderStep
-from guardian.sim.slackapi import WEBHOOK, FakeSlack
 from guardian_common.errors import ConfigError
+from testbed.slackapi import WEBHOOK, FakeSlack
 from tests.integration.notify.helpers import (
     ALERTS,
     T0,
@@ -221,7 +221,7 @@ def test_secrets_never_appear_in_logs_or_errors(
     ours = "\n".join(
         r.getMessage() + str(r.exc_info or "")
         for r in caplog.records
-        if not r.name.startswith("guardian.sim")
+        if not r.name.startswith("testbed")
     )
     assert "Sending a request" in ours  # slack_sdk's debug logging was on
     assert "url: [redacted]" in ours

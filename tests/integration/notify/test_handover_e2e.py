@@ -21,7 +21,7 @@ from guardian.app.remediation.journal import EpisodeJournal
 from guardian.model.labels import LabelSet
 from guardian.model.reclaim import PlannedAction
 from guardian.model.remediation_events import LadderStep, StepOutcome
-from guardian.sim.slackapi import FakeSlack
+from testbed.slackapi import FakeSlack
 from tests.integration.notify.helpers import (
     ALERTS,
     T0,

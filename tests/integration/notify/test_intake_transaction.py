@@ -31,9 +31,9 @@ from guardian.engine.rules.loader import parse_rule_file
 from guardian.model.labels import LabelSet
 from guardian.model.notifications import MENTION_ANNOTATION
 from guardian.model.query import PromSample, QueryResult
-from guardian.sim.kubeapi import FakeKubeAPI
-from guardian.sim.kubeapi import builders as b
-from guardian.sim.slackapi import Channel, FakeSlack
+from testbed.kubeapi import FakeKubeAPI
+from testbed.kubeapi import builders as b
+from testbed.slackapi import Channel, FakeSlack
 
 pytestmark = pytest.mark.e2e
 

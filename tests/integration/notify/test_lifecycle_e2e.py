@@ -17,7 +17,7 @@ from guardian.adapters.sqlite_db import Database
 from guardian.app.notify import SlackNotifier
 from guardian.model.labels import LabelSet
 from guardian.model.remediation_events import LadderStep, RemediationEvent, StepOutcome
-from guardian.sim.slackapi import FakeSlack
+from testbed.slackapi import FakeSlack
 from tests.integration.notify.helpers import (
     ALERTS,
     T0,

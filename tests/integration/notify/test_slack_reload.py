@@ -18,8 +18,8 @@ from guardian.app.rules.runtime import RuleEngine
 from guardian.app.settings.config_file import load_settings
 from guardian.model.labels import LabelSet
 from guardian.model.query import PromSample, QueryResult
-from guardian.sim.slackapi import Channel, FakeSlack
 from guardian_common.errors import ConfigError
+from testbed.slackapi import Channel, FakeSlack
 
 pytestmark = pytest.mark.e2e
 

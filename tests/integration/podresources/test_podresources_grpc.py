@@ -11,7 +11,7 @@ import pytest
 
 from exporter.adapters.podresources import PodResourcesClient, PodResourcesError
 from exporter.model.allocation import ContainerDevices
-from exporter.sim.kubelet import FakeKubelet
+from testbed.node.kubelet import FakeKubelet
 
 pytestmark = pytest.mark.e2e
 

@@ -20,18 +20,18 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from guardian.adapters.ledger import Ledger
-from guardian.demo import config as cfg
-from guardian.demo.observers import get_json, shared_episodes
-from guardian.demo.processes import ProcessGroup
-from guardian.demo.profile import DemoProfile, write_profile_rules
-from guardian.demo.replicas import Replicas
+from guardian.adapters.local_prometheus import free_loopback_port
 from guardian.model.remediation_events import LadderStep, StepOutcome
 from guardian.model.shared_episode import SharedEpisode
 from guardian.model.times import parse_rfc3339
-from guardian.sim.kubeapi import FakeKubeAPI
-from guardian.sim.kubeapi import builders as b
-from guardian.sim.prometheus_server import free_loopback_port
-from guardian.sim.slackapi import Channel, FakeSlack
+from testbed.demo import config as cfg
+from testbed.demo.observers import get_json, shared_episodes
+from testbed.demo.processes import ProcessGroup
+from testbed.demo.profile import DemoProfile, write_profile_rules
+from testbed.demo.replicas import Replicas
+from testbed.kubeapi import FakeKubeAPI
+from testbed.kubeapi import builders as b
+from testbed.slackapi import Channel, FakeSlack
 
 from .scenario import ROOT
 

@@ -14,6 +14,7 @@ from typing import Any
 from kubernetes import config
 
 from guardian.adapters.alert_store import AlertStore
+from guardian.adapters.openmetrics import Sample, render_openmetrics
 from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
 from guardian.app.remediation.build import (
     RemediationParts,
@@ -28,9 +29,8 @@ from guardian.engine.rules.alerting import TemplateEnv
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.engine.rules.loader import parse_rule_file
 from guardian.model.http_client import HttpClientConfig
-from guardian.sim.kubeapi import FakeKubeAPI
-from guardian.sim.kubeapi import builders as b
-from guardian.sim.openmetrics import Sample, render_openmetrics
+from testbed.kubeapi import FakeKubeAPI
+from testbed.kubeapi import builders as b
 
 ROOT = Path(__file__).resolve().parents[3]
 RULES = [ROOT / "rules/guardian/pipeline.yaml", ROOT / "rules/guardian/idle.yaml"]

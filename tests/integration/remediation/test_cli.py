@@ -18,8 +18,8 @@ from guardian.model.labels import LabelSet
 from guardian.model.policies import Annotations
 from guardian.model.reclaim import PlannedAction
 from guardian.model.remediation_events import LadderStep, RemediationEvent, StepOutcome, WorkloadRef
-from guardian.sim.kubeapi import FakeKubeAPI
-from guardian.sim.kubeapi import builders as b
+from testbed.kubeapi import FakeKubeAPI
+from testbed.kubeapi import builders as b
 
 REF = WorkloadRef("apps/v1", "Deployment", "ml", "train")
 NOW = 1_700_000_000.0

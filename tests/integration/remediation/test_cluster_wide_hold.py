@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 import yaml
 
+from guardian.adapters.openmetrics import Sample, render_openmetrics
 from guardian.app.controller import ControllerParts
 from guardian.app.remediation.status import build_status
 from guardian.app.rules.build import build_engine
 from guardian.app.settings.config_file import load_settings
-from guardian.sim.kubeapi import FakeKubeAPI
-from guardian.sim.openmetrics import Sample, render_openmetrics
-from guardian.sim.slackapi import Channel, FakeSlack
+from testbed.kubeapi import FakeKubeAPI
+from testbed.slackapi import Channel, FakeSlack
 
 from .scenario import MINUTES, POLICY, RULES, at, fleet_metrics, seed_cluster
 

@@ -20,6 +20,7 @@ import pytest
 from guardian.adapters.kube.executor import Executor
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.ledger import Ledger
+from guardian.adapters.openmetrics import Sample, render_openmetrics
 from guardian.app.remediation.loop import RemediationLoop
 from guardian.app.remediation.status import build_status
 from guardian.engine.remediation import PlannerSettings
@@ -28,9 +29,8 @@ from guardian.model.labels import LabelSet
 from guardian.model.policies_load import parse_policies
 from guardian.model.reclaim import FiringAlert
 from guardian.model.remediation_events import WorkloadRef
-from guardian.sim.kubeapi import FakeKubeAPI
-from guardian.sim.kubeapi import builders as b
-from guardian.sim.openmetrics import Sample, render_openmetrics
+from testbed.kubeapi import FakeKubeAPI
+from testbed.kubeapi import builders as b
 
 from .scenario import POLICY, T0, Controller, at, start_controller
 

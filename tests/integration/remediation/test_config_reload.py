@@ -18,7 +18,7 @@ from guardian.app.runner import EngineRunner
 from guardian.cli import main as guardian_main
 from guardian.model.policies import Annotations
 from guardian.model.remediation_events import WorkloadRef
-from guardian.sim.kubeapi import FakeKubeAPI
+from testbed.kubeapi import FakeKubeAPI
 from tests.helpers import write_configmap_volume
 
 from .scenario import POLICY, RULES, at, fleet_metrics, seed_cluster

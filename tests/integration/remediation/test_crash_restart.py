@@ -17,7 +17,7 @@ import pytest
 from guardian.adapters.ledger import Ledger
 from guardian.model.policies import Annotations
 from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
-from guardian.sim.kubeapi import FakeKubeAPI
+from testbed.kubeapi import FakeKubeAPI
 
 from .scenario import ROOT, set_stage
 

@@ -15,7 +15,7 @@ from guardian.app.remediation.status import build_status
 from guardian.cli import main as guardian_main
 from guardian.model.policies import NOTEBOOK_STOPPED, Annotations
 from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
-from guardian.sim.kubeapi import FakeKubeAPI
+from testbed.kubeapi import FakeKubeAPI
 
 from .scenario import Controller, at, set_stage, start_controller
 

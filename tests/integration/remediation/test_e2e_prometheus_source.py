@@ -22,6 +22,7 @@ import requests
 import yaml
 from kubernetes import config as k8s_config
 
+from guardian.adapters.openmetrics import Sample, render_openmetrics
 from guardian.app.remediation.build import build_remediation, engine_alerts, pipeline_group_names
 from guardian.app.rules.build import build_engine
 from guardian.app.settings.config_file import load_settings
@@ -31,8 +32,7 @@ from guardian.engine.rules.render import RenderOptions, render
 from guardian.model.alerts import EvaluationHealth
 from guardian.model.remediation_events import WorkloadRef
 from guardian.model.series import TimeSeries
-from guardian.sim.kubeapi import FakeKubeAPI
-from guardian.sim.openmetrics import Sample, render_openmetrics
+from testbed.kubeapi import FakeKubeAPI
 from tests.integration.alertmanager.live import push, steps, wait_until
 
 from .scenario import GPUS, RULES, seed_cluster

@@ -20,8 +20,8 @@ from guardian.app.remediation.restore import restore_workload
 from guardian.app.rules.build import build_engine
 from guardian.app.settings.config_file import load_settings
 from guardian.model.remediation_events import WorkloadRef
-from guardian.sim.kubeapi import FakeKubeAPI
-from guardian.sim.slackapi import Channel, FakeSlack
+from testbed.kubeapi import FakeKubeAPI
+from testbed.slackapi import Channel, FakeSlack
 
 from .scenario import POLICY, RULES, at, fleet_metrics, seed_cluster
 

@@ -13,9 +13,9 @@ from guardian.model.labels import LabelSet
 from guardian.model.policies import NOTEBOOK_STOPPED, Annotations
 from guardian.model.reclaim import ActionKind, PlannedAction
 from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
-from guardian.sim.kubeapi import FakeKubeAPI
-from guardian.sim.kubeapi import builders as b
 from guardian_common.errors import PermanentError, TransientError
+from testbed.kubeapi import FakeKubeAPI
+from testbed.kubeapi import builders as b
 from tests.plugins.kube_fixture import LWS
 
 NOW = 1_700_000_000.0

@@ -26,15 +26,15 @@ from typing import Any
 import pytest
 
 from guardian.cli import main as guardian_main
-from guardian.demo import config as cfg
-from guardian.demo.processes import ProcessGroup
-from guardian.demo.replicas import Replicas
 from guardian.model.policies import Annotations
 from guardian.model.remediation_events import LadderStep
 from guardian.model.shared_episode import SharedEpisode
 from guardian.model.times import rfc3339
-from guardian.sim.kubeapi import FakeKubeAPI
-from guardian.sim.slackapi import FakeSlack
+from testbed.demo import config as cfg
+from testbed.demo.processes import ProcessGroup
+from testbed.demo.replicas import Replicas
+from testbed.kubeapi import FakeKubeAPI
+from testbed.slackapi import FakeSlack
 
 from .ha_stack import (
     CHANNEL,

@@ -7,7 +7,7 @@ from typing import Any
 
 from guardian.adapters.kube.rest import KubeRest
 from guardian.app.remediation.leader import LeaseElector
-from guardian.sim.kubeapi import FakeKubeAPI
+from testbed.kubeapi import FakeKubeAPI
 
 
 class Tick:

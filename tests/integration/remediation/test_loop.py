@@ -18,8 +18,8 @@ from guardian.model.labels import LabelSet
 from guardian.model.policies_load import parse_policies
 from guardian.model.reclaim import FiringAlert
 from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
-from guardian.sim.kubeapi import FakeKubeAPI
-from guardian.sim.kubeapi import builders as b
+from testbed.kubeapi import FakeKubeAPI
+from testbed.kubeapi import builders as b
 
 NOW = 1_700_000_000.0
 DEPLOY = WorkloadRef("apps/v1", "Deployment", "ml", "train")

@@ -7,8 +7,8 @@ from guardian.app.notify.owner_context import OwnerLookup
 from guardian.model.labels import LabelSet
 from guardian.model.notifications import MENTION_ANNOTATION
 from guardian.model.remediation_events import WorkloadRef
-from guardian.sim.kubeapi import FakeKubeAPI
-from guardian.sim.kubeapi import builders as b
+from testbed.kubeapi import FakeKubeAPI
+from testbed.kubeapi import builders as b
 
 
 def test_owner_and_mentions_come_from_the_cluster(kube: FakeKubeAPI, reader: KubeReader) -> None:

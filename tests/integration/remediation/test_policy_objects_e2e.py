@@ -27,8 +27,8 @@ from guardian.app.remediation.build import RemediationParts, build_remediation
 from guardian.app.settings.remediation import RemediationSettings
 from guardian.model.labels import LabelSet
 from guardian.model.reclaim import FiringAlert
-from guardian.sim.kubeapi import FakeKubeAPI
-from guardian.sim.kubeapi import builders as b
+from testbed.kubeapi import FakeKubeAPI
+from testbed.kubeapi import builders as b
 
 pytestmark = [
     pytest.mark.e2e,

@@ -27,7 +27,7 @@ from guardian.model.shared_episode import (
     SlackParent,
     StepMark,
 )
-from guardian.sim.kubeapi import FakeKubeAPI
+from testbed.kubeapi import FakeKubeAPI
 
 NS = "gpu-guardian"
 NOW = 1_700_000_000.0

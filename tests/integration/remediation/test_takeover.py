@@ -33,8 +33,8 @@ from guardian.model.policies_load import parse_policies
 from guardian.model.reclaim import FiringAlert
 from guardian.model.remediation_events import LadderStep, StepOutcome
 from guardian.model.times import rfc3339
-from guardian.sim.kubeapi import FakeKubeAPI
-from guardian.sim.kubeapi import builders as b
+from testbed.kubeapi import FakeKubeAPI
+from testbed.kubeapi import builders as b
 
 from .test_loop import ALERT, DEPLOY, NOW, evaluation
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from guardian.sim.openmetrics import Sample, render_openmetrics
-from guardian.sim.prometheus_server import LocalPrometheus, PrometheusOptions, start_prometheus
+from guardian.adapters.local_prometheus import LocalPrometheus, PrometheusOptions, start_prometheus
+from guardian.adapters.openmetrics import Sample, render_openmetrics
 from tests.integration.simulate.fleet import CLUSTER, MODELS, T0, Fleet, Gpu, Pod
 
 DAYS = 21

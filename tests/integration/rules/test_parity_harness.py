@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from guardian.sim.prometheus_server import PrometheusBinaries
+from guardian.adapters.local_prometheus import PrometheusBinaries
 
 pytestmark = pytest.mark.e2e
 

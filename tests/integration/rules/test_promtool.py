@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from guardian.sim.prometheus_server import PrometheusBinaries
+from guardian.adapters.local_prometheus import PrometheusBinaries
 
 pytestmark = pytest.mark.e2e
 

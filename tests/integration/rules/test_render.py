@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
+from guardian.adapters.local_prometheus import PrometheusBinaries
 from guardian.engine.rules.loader import parse_rule_file
 from guardian.engine.rules.render import RenderOptions, render
-from guardian.sim.prometheus_server import PrometheusBinaries
 from tests.unit.guardian.rules_render.schema import prometheusrule_schema, validate
 
 pytestmark = pytest.mark.e2e

@@ -322,8 +322,8 @@ def run_exporter(kube: HostileServer, tmp_path: Path) -> str:
     """The exporter's pod watch against a hostile API server, a few failures long."""
     kube.mode = "401"
     path = kubeconfig(tmp_path / "exporter-kubeconfig", kube.url(), {"token": KUBE_TOKEN})
-    scenario = Path(__file__).parents[3] / "exporter" / "sim" / "scenarios" / SCENARIO
-    argv = [PYTHON, "-m", "exporter", "--log-level", "DEBUG", "serve", "--backend=simulated"]
+    scenario = Path(__file__).parents[3] / "testbed" / "node" / "scenarios" / SCENARIO
+    argv = [PYTHON, "-m", "testbed.node", "--log-level", "DEBUG", "serve"]
     argv += [f"--scenario={scenario}", "--port=0", "--listen-address=127.0.0.1"]
     argv += ["--kubernetes=on", f"--kubeconfig={path}", "--node-name=n1"]
     argv += [f"--pod-resources-socket={tmp_path / 'kubelet.sock'}"]

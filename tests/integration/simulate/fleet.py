@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from guardian.sim.openmetrics import Sample
+from guardian.adapters.openmetrics import Sample
 
 T0 = 1_700_006_400.0  # 2023-11-15T00:00:00Z: days in the report start at T0
 CLUSTER = "c1"

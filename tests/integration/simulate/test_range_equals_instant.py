@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from guardian.adapters.local_prometheus import PrometheusBinaries
+from guardian.adapters.openmetrics import Sample, render_openmetrics
 from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
 from guardian.app.history.fetch import RangeFetcher
 from guardian.app.promtest.file_run import load_groups, resolve_rule_files
@@ -27,8 +29,6 @@ from guardian.engine.rules.loader import parse_rule_file
 from guardian.model.alerts import AlertTransition
 from guardian.model.history import TimeRange
 from guardian.model.http_client import HttpClientConfig
-from guardian.sim.openmetrics import Sample, render_openmetrics
-from guardian.sim.prometheus_server import PrometheusBinaries
 
 pytestmark = pytest.mark.e2e
 

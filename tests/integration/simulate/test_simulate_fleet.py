@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pytest
 
+from guardian.adapters.openmetrics import render_openmetrics
 from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
 from guardian.app.rules.build import compile_groups
 from guardian.app.settings.config_file import load_settings
@@ -40,7 +41,6 @@ from guardian.app.simulate.printout import render_json, render_text
 from guardian.app.simulate.simulation import Clients, SimulateOptions, Simulation
 from guardian.model.http_client import HttpClientConfig
 from guardian.model.times import rfc3339
-from guardian.sim.openmetrics import render_openmetrics
 from tests.integration.simulate.fleet import T0, Fleet, Gpu, Pod
 
 pytestmark = pytest.mark.e2e
@@ -88,7 +88,7 @@ spec:
 
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory: pytest.TempPathFactory, prometheus_binaries):
-    from guardian.sim.prometheus_server import PrometheusOptions, start_prometheus
+    from guardian.adapters.local_prometheus import PrometheusOptions, start_prometheus
 
     work = tmp_path_factory.mktemp("simulate")
     prom = start_prometheus(

@@ -40,6 +40,20 @@ def test_every_copied_path_exists_and_reaches_the_build_context() -> None:
             assert not fnmatch.fnmatch(top, pattern), f"{source} excluded by {pattern}"
 
 
+def test_the_image_carries_no_stand_in_and_no_demo() -> None:
+    sources = [s for ins in instructions() if ins.keyword == "COPY" for s in _copy_sources(ins)]
+    assert not [s for s in sources if s.split("/")[0] in {"testbed", "tests", "bench", "."}]
+    ignored = (REPO / ".dockerignore").read_text(encoding="utf-8").splitlines()
+    assert "testbed" in ignored  # not even in the build context
+    for package in ("guardian", "exporter", "guardian_common"):
+        stand_ins = [
+            p.relative_to(REPO)
+            for p in (REPO / package).rglob("*")
+            if p.name in {"sim", "demo", "scenarios", "stubnvml.c", "kubeapi", "slackapi"}
+        ]
+        assert stand_ins == [], f"stand-ins inside the shipped {package}: {stand_ins}"
+
+
 def test_runs_as_a_numeric_non_root_user() -> None:
     users = [ins.args for ins in instructions() if ins.keyword == "USER"]
     assert users, "no USER: the image would run as root"

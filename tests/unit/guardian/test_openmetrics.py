@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from guardian.sim.openmetrics import Sample, render_openmetrics
+from guardian.adapters.openmetrics import Sample, render_openmetrics
 
 
 def test_groups_families_and_sorts_series_and_time() -> None:

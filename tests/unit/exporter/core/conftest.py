@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.sim.stubnvml import SCENARIO_ENV, build_stub
+from testbed.node.stubnvml import SCENARIO_ENV, build_stub
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ import pytest
 from exporter.app.attribute import attribute
 from exporter.engine.cgroup import parse_cgroup_file, parse_cgroup_path
 from exporter.model.attribution import NO_POD, CgroupIdentity
-from exporter.sim.cgroups import cgroup_file_text, pod_cgroup_path
+from testbed.node.cgroups import cgroup_file_text, pod_cgroup_path
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "exporter"
 EXPECTED = json.loads((FIXTURES / "expected.json").read_text())

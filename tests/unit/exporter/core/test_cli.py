@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from exporter.cli import main
+from testbed.node.__main__ import main as node_main
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "exporter"
 
@@ -47,11 +48,6 @@ def test_attribute_missing_root(tmp_path: Path, capsys: pytest.CaptureFixture[st
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--backend", "simulated"], "--scenario"),
-        (
-            ["--backend", "simulated", "--scenario", "/nonexistent.yaml"],
-            "/nonexistent.yaml: cannot read scenario",
-        ),
         (["--port", "70000"], "--port"),
         (
             ["--vgpu-config", "/nonexistent-vgpu.yaml"],
@@ -66,6 +62,30 @@ def test_serve_configuration_errors_exit_2_with_a_clear_message(
     err = capsys.readouterr().err
     assert "configuration error" in err
     assert message in err
+
+
+def test_the_simulated_node_needs_a_readable_scenario(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert node_main(["serve"]) == 2
+    assert "serve needs --scenario FILE" in capsys.readouterr().err
+    assert node_main(["serve", "--scenario", "/nonexistent.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert "configuration error" in err
+    assert "/nonexistent.yaml: cannot read scenario" in err
+
+
+def test_the_product_has_no_simulated_backend(capsys: pytest.CaptureFixture[str]) -> None:
+    # The scenario backend lives in the test bed; the shipped exporter reads NVML only.
+    assert main(["serve", "--backend", "simulated"]) == 2
+    err = capsys.readouterr().err
+    assert "configuration error" in err
+    assert "--backend" in err
+    assert "nvml" in err
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve", "--scenario", "x.yaml"])
+    assert exit_.value.code == 2
+    assert "unrecognized arguments: --scenario x.yaml" in capsys.readouterr().err
 
 
 def test_serve_rejects_a_bad_vgpu_ratio_in_the_environment(

@@ -13,9 +13,9 @@ from exporter.app.collection import REFRESH_CYCLES, CollectionLoop, SnapshotStor
 from exporter.engine.vgpu import VgpuRatios
 from exporter.model.errors import BackendUnavailable
 from exporter.model.readings import DeviceReading, NodeReading, ProcessReading
-from exporter.sim.cgroups import write_proc_entry
-from exporter.sim.scenario import parse_scenario
-from exporter.sim.scenario_backend import ScenarioCgroups, SimulatedBackend
+from testbed.node.cgroups import write_proc_entry
+from testbed.node.scenario import parse_scenario
+from testbed.node.scenario_backend import ScenarioCgroups, SimulatedBackend
 from tests.unit.exporter.core.conftest import FakeClock
 
 GPU = "GPU-00000000-0000-4000-8000-000000000000"

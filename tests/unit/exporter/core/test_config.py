@@ -43,7 +43,7 @@ def test_flags_beat_environment_which_beats_defaults() -> None:
         ({}, {"GUARDIAN_EXPORTER_PORT": "http"}, "GUARDIAN_EXPORTER_PORT (environment)"),
         ({"interval": -1.0}, {}, "--interval"),
         ({"backend": "dcgm"}, {}, "--backend"),
-        ({"backend": "simulated"}, {}, "--scenario"),
+        ({"backend": "simulated"}, {}, "--backend"),
         ({"tls_cert_file": Path("c.pem")}, {}, "--tls-cert-file"),
         (
             {},

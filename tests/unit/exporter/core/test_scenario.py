@@ -9,8 +9,8 @@ import pytest
 
 from exporter.model.errors import BackendUnavailable, ConfigError
 from exporter.model.readings import MigState
-from exporter.sim.scenario import load_scenario, parse_scenario
-from exporter.sim.scenario_backend import ScenarioCgroups, SimulatedBackend
+from testbed.node.scenario import load_scenario, parse_scenario
+from testbed.node.scenario_backend import ScenarioCgroups, SimulatedBackend
 from tests.unit.exporter.core.conftest import FakeClock
 
 GPU = "GPU-00000000-0000-4000-8000-000000000000"
@@ -28,7 +28,7 @@ processes:
 
 
 def example_paths() -> list[Path]:
-    root = resources.files("exporter.sim").joinpath("scenarios")
+    root = resources.files("testbed.node").joinpath("scenarios")
     return sorted(Path(str(p)) for p in root.iterdir() if p.name.endswith(".yaml"))
 
 

@@ -29,7 +29,7 @@ from guardian.engine.notify.findings import with_cost
 from guardian.engine.notify.lifecycle import summarise
 from guardian.model.notifications import HistoryEntry, Phase
 from guardian.model.remediation_events import LadderStep
-from guardian.sim.slackapi.content_limits import parse_content
+from testbed.slackapi.content_limits import parse_content
 from tests.unit.guardian.notify.samples import (
     RULES,
     T0,

@@ -1,0 +1,47 @@
+"""The CEL rules (``x-kubernetes-validations``) the fake can evaluate, mirrored in Python.
+
+The fake has no CEL engine: each rule text it knows maps to a Python function that
+decides the same (tests/integration/testbed/test_kubeapi_crds.py evaluates the CEL text
+with cel-python on the same objects and compares). A CRD carrying any other rule is
+refused when it is created, so a test never passes on a rule nobody checked.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from guardian.model.policies_crd import RULE_SELECTOR_VALUES, RULE_WARN_FIRST
+
+Rule = Callable[[Any], bool]
+
+_ALL_KEYS_MATCH = re.compile(r"^self\.all\(k, k\.matches\('(?P<re>[^']*)'\)\)$")
+
+
+def _warn_first(obj: Mapping[str, Any]) -> bool:
+    return not obj.get("reclaim") or bool(obj.get("notify"))
+
+
+def _selector_values(req: Mapping[str, Any]) -> bool:
+    values = req.get("values")
+    if req.get("operator") in ("In", "NotIn"):
+        return values is not None and len(values) > 0
+    return values is None or len(values) == 0
+
+
+KNOWN: dict[str, Rule] = {
+    RULE_WARN_FIRST: _warn_first,
+    RULE_SELECTOR_VALUES: _selector_values,
+}
+
+
+def compile_rule(text: str) -> Rule | None:
+    """The Python mirror of ``text``, or None when the fake does not know the rule."""
+    if text in KNOWN:
+        return KNOWN[text]
+    found = _ALL_KEYS_MATCH.match(text)
+    if found is not None:
+        pattern = re.compile(found.group("re"))
+        return lambda obj: all(pattern.search(str(key)) for key in obj)
+    return None
