@@ -31,7 +31,7 @@ from kubernetes import config
 
 from guardian.adapters.kube.episode_store import MAX_SHARD_BYTES, EpisodeStore
 from guardian.adapters.kube.rest import KubeRest
-from guardian.app.notify.handover import pack_finding
+from guardian.app.notify.thread_handover import pack_finding
 from guardian.app.remediation.journal import EpisodeJournal
 from guardian.engine.notify.findings import FindingRules, new_finding
 from guardian.model.labels import LabelSet
