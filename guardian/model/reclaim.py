@@ -58,6 +58,24 @@ class HpaState:
 
 
 @dataclass(frozen=True, slots=True)
+class MemberPod:
+    """One pod of a root workload as read from the API: the planner's evidence must cover
+    every GPU of every such pod before the whole workload is reclaimed."""
+
+    name: str
+    uid: str
+    created_at: float  # creationTimestamp: evidence older than this is about another pod
+    phase: str  # status.phase: Pending, Running, Succeeded, Failed, Unknown
+    node: str = ""  # spec.nodeName ("" while unscheduled)
+    deleting: bool = False  # metadata.deletionTimestamp is set: terminating
+    gpus: Mapping[str, int] = field(default_factory=dict)  # GPU resource -> count it holds
+
+    @property
+    def gpu_count(self) -> int:
+        return sum(self.gpus.values())
+
+
+@dataclass(frozen=True, slots=True)
 class WorkloadState:
     """The root owner as last read: identity, version, labels, annotations, replicas."""
 
@@ -74,6 +92,9 @@ class WorkloadState:
     hpa: HpaState | None = None
     pods: tuple[str, ...] = ()  # the pods seen under this root (deduplicated)
     jobs: tuple[str, ...] = ()  # for a CronJob: its Jobs whose pods hold GPUs
+    # Every pod the root owns now, read from the API; None: they could not be read, and
+    # then nothing is reclaimed (the evidence cannot be shown to cover the workload).
+    members: tuple[MemberPod, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

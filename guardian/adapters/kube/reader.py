@@ -10,11 +10,13 @@ from typing import Any
 from guardian.adapters.kube.rest import KubeRest, NotFound, Obj, object_path
 from guardian.engine.owners import MAX_DEPTH, action_for, controller_owner
 from guardian.engine.remediation.demand import extended_requests
+from guardian.engine.remediation.evidence import gpu_resources
 from guardian.model.policies import NOTEBOOK_STOPPED
 from guardian.model.reclaim import (
     ActionKind,
     ClusterSnapshot,
     HpaState,
+    MemberPod,
     NamespaceState,
     PodOwner,
     WorkloadState,
@@ -130,8 +132,14 @@ class KubeReader:
 
     # ---------------------------------------------------------------- workloads
     def workload(
-        self, ref: WorkloadRef, pods: Iterable[str] = (), jobs: Iterable[str] = ()
+        self,
+        ref: WorkloadRef,
+        pods: Iterable[str] = (),
+        jobs: Iterable[str] = (),
+        listings: dict[str, list[Obj]] | None = None,
     ) -> WorkloadState:
+        """The root as it is now; ``listings`` shares one pod list per namespace between
+        the workloads of one snapshot."""
         obj = self.get(ref)
         res = self.resource(ref.api_version, ref.kind)
         action = action_for(ref, has_scale=res.has_scale)
@@ -155,6 +163,7 @@ class KubeReader:
             if action in (ActionKind.SCALE, ActionKind.SCALE_SUBRESOURCE)
             else None
         )
+        members = self.members(ref, obj, {} if listings is None else listings)
         return WorkloadState(
             ref=ref,
             uid=str(meta.get("uid", "")),
@@ -169,7 +178,54 @@ class KubeReader:
             hpa=hpa,
             pods=tuple(sorted(pods)),
             jobs=tuple(sorted(jobs)),
+            members=members,
         )
+
+    # ---------------------------------------------------------------- members
+    def members(
+        self, ref: WorkloadRef, obj: Obj, listings: dict[str, list[Obj]]
+    ) -> tuple[MemberPod, ...] | None:
+        """Every pod holding GPUs that ``ref`` owns now, through its ReplicaSets, Jobs or
+        StatefulSet: the whole the evidence must cover. None if they cannot be read.
+        Ownership is read from owner references, not from the root's label selector."""
+        try:
+            if ref.api_version == "v1" and ref.kind == "Pod":
+                pods = [obj]
+            else:
+                pods = listings.get(ref.namespace) or []
+                if ref.namespace not in listings:
+                    listing = self.rest.get(object_path("v1", "pods", ref.namespace))
+                    pods = [p for p in listing.get("items") or [] if isinstance(p, dict)]
+                    listings[ref.namespace] = pods
+            above: dict[WorkloadRef, WorkloadRef | None] = {}
+            return tuple(
+                _member(pod)
+                for pod in pods
+                if gpu_resources(extended_requests(pod)) and self._root_of(pod, above) == ref
+            )
+        except GuardianError as exc:
+            logger.warning("cannot read the pods of %s: %s", ref, exc)
+            return None
+
+    def _root_of(
+        self, pod: Obj, above: dict[WorkloadRef, WorkloadRef | None]
+    ) -> WorkloadRef | None:
+        """The root owner of ``pod``; ``above`` caches each owner's own owner."""
+        meta = pod.get("metadata") or {}
+        ref = controller_owner(pod)
+        if ref is None:
+            return WorkloadRef("v1", "Pod", str(meta.get("namespace", "")), meta.get("name", ""))
+        for _ in range(MAX_DEPTH):
+            if ref not in above:
+                try:
+                    above[ref] = controller_owner(self.get(ref))
+                except NotFound:
+                    above[ref] = None  # a dangling owner: the chain ends at it
+            nxt = above[ref]
+            if nxt is None:
+                return ref
+            ref = nxt
+        return None
 
     def hpa_for(self, ref: WorkloadRef) -> HpaState | None:
         try:
@@ -211,9 +267,11 @@ class KubeReader:
         refs = set(walk.pods) | set(extra)
         workloads: dict[WorkloadRef, WorkloadState] = {}
         errors: list[str] = []
+        listings: dict[str, list[Obj]] = {}
         for ref in sorted(refs, key=str):
             try:
-                workloads[ref] = self.workload(ref, walk.pods.get(ref, ()), walk.jobs.get(ref, ()))
+                seen, jobs = walk.pods.get(ref, ()), walk.jobs.get(ref, ())
+                workloads[ref] = self.workload(ref, seen, jobs, listings)
             except NotFound:
                 continue
             except GuardianError as exc:
@@ -230,3 +288,16 @@ class KubeReader:
         for message in errors:
             logger.warning("cluster read failed: %s", message)
         return ClusterSnapshot(workloads, namespaces, owners, controller_namespace, tuple(errors))
+
+
+def _member(pod: Obj) -> MemberPod:
+    meta = pod.get("metadata") or {}
+    return MemberPod(
+        name=str(meta.get("name", "")),
+        uid=str(meta.get("uid", "")),
+        created_at=parse_rfc3339(meta.get("creationTimestamp")) or 0.0,
+        phase=str((pod.get("status") or {}).get("phase") or "Unknown"),
+        node=str((pod.get("spec") or {}).get("nodeName") or ""),
+        deleting=bool(meta.get("deletionTimestamp")),
+        gpus=gpu_resources(extended_requests(pod)),
+    )

@@ -17,6 +17,8 @@ from guardian.app.notify.click_wiring import ClickWiring
 from guardian.app.remediation.restore import restore_workload
 from guardian.engine.notify.buttons import KEEP_FOR, ButtonAction
 from guardian.engine.notify.click_plan import CLICK_ANNOTATION, Click, ClickOutcome, ClickPlan
+from guardian.engine.remediation.evidence import coverage
+from guardian.engine.remediation.matching import policy_matches
 from guardian.model.notifications import Finding
 from guardian.model.policies import Annotations, HpaPolicy, Mode
 from guardian.model.reclaim import PlannedAction, WorkloadState
@@ -115,6 +117,11 @@ class ClickActor:
                 return None  # done already (a leader before this one, or the ladder)
             if ws.hpa is not None and not action.hpa_record:
                 raise PermanentError(f"an HPA scales {ref} and policy {policy.name} refuses")
+            namespace = self.w.reader.namespace(ref.namespace)
+            mine = [a for a in self.w.alerts() if policy_matches(policy, a, ws, namespace)]
+            covered = coverage(ws, mine)  # the ladder's rule: all of it idle, now
+            if not covered.whole:
+                raise PermanentError(f"{ref}: {covered.reason()}")
             return action, ws
 
         if self.w.journal is not None:

@@ -13,6 +13,7 @@ from guardian.adapters.ledger import Ledger
 from guardian.app.remediation.journal import EpisodeJournal
 from guardian.app.remediation.step_runner import StepRunner
 from guardian.model.policies import ReclaimPolicy
+from guardian.model.reclaim import FiringAlert
 
 
 @dataclass(frozen=True)
@@ -30,3 +31,6 @@ class ClickWiring:
     journal: EpisodeJournal | None = None
     policies: Callable[[], Sequence[ReclaimPolicy]] = tuple
     dry_run: Callable[[], bool] = lambda: False
+    # The engine's alerts now: Reclaim now needs the same whole-workload evidence as the
+    # ladder (none given: it never reclaims).
+    alerts: Callable[[], Sequence[FiringAlert]] = tuple

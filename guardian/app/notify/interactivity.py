@@ -115,6 +115,7 @@ def build_interactivity(
         journal=remediation.journal,
         policies=lambda: loop.policies,
         dry_run=lambda: loop.planner.dry_run,
+        alerts=loop.current_alerts,
     )
 
     def rules() -> ButtonRules:  # read at each intake: a reload applies at once

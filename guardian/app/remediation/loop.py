@@ -192,6 +192,10 @@ class RemediationLoop:
         return self.journal.view() if self.journal is not None else self.ledger.view(now)
 
     # ---------------------------------------------------------------- planning
+    def current_alerts(self) -> list[FiringAlert]:
+        """The engine's alerts now that some policy acts on, about this cluster."""
+        return self.clusters.ours(self._relevant(self.alerts()))
+
     def _relevant(self, alerts: Iterable[FiringAlert]) -> list[FiringAlert]:
         """Pipeline alerts, and the alerts some policy acts on: no cluster reads for others."""
         return [
@@ -242,7 +246,7 @@ class RemediationLoop:
             else:
                 namespaces[name] = found
         # The engine's alerts now, not at cycle start; their pods read again.
-        alerts = self.clusters.ours(self._relevant(self.alerts()))
+        alerts = self.current_alerts()
         mine = [a for a in alerts if (o := snapshot.pod_owners.get(_pod_of(a))) and o.root == ref]
         owners = dict(snapshot.pod_owners)
         owners.update({key: self.reader.resolve_pod(*key) for key in {_pod_of(a) for a in mine}})

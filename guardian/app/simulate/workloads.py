@@ -7,6 +7,11 @@ access the workload is guessed from the pod's name alone, with no labels and no
 annotations (so label selectors and exclusion annotations cannot apply), and the report
 says so. The controller's own marks on a workload (flagged, reclaimed, restored) say
 what happened lately, not during the replayed range, and are dropped either way.
+
+A workload's pods in the replay are the pods its alerts name over the range (the cluster
+now holds other pods than the history did), each counted as holding its GPUs all along.
+A replica that never alerted is not seen, so the replay judges whole-workload evidence on
+the alerting pods only.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from guardian.engine.simulate.identity import workload_from_pod
 from guardian.model.policies import Annotations
 from guardian.model.reclaim import (
     ClusterSnapshot,
+    MemberPod,
     NamespaceState,
     PodOwner,
     WorkloadState,
@@ -52,7 +58,9 @@ def from_series(pods: Iterable[tuple[str, str]], controller_namespace: str) -> W
             ref, uid="", resource_version="", created_at=0.0, action=action, replicas=1
         )
     workloads = {
-        ref: dataclasses.replace(ws, pods=tuple(sorted(pods_of[ref])))
+        ref: dataclasses.replace(
+            ws, pods=tuple(sorted(pods_of[ref])), members=_running(pods_of[ref])
+        )
         for ref, ws in workloads.items()
     }
     namespaces = {ns: NamespaceState(ns) for ns, _ in owners}
@@ -63,6 +71,11 @@ def from_series(pods: Iterable[tuple[str, str]], controller_namespace: str) -> W
     )
     snapshot = ClusterSnapshot(workloads, namespaces, owners, controller_namespace)
     return Workloads(snapshot, source, guessed=len(owners))
+
+
+def _running(pods: Iterable[str]) -> tuple[MemberPod, ...]:
+    """The replay's pods of a workload: those its alerts name, running all along."""
+    return tuple(MemberPod(pod, "", 0.0, "Running") for pod in sorted(pods))
 
 
 def _unmarked(ws: WorkloadState) -> WorkloadState:
@@ -99,6 +112,9 @@ def from_cluster(
     source = "workloads, namespaces, labels and exclusions read from the cluster now"
     if guessed:
         source += f" ({guessed} pods no longer exist: their workload found by pod name)"
+    for ref, ws in workloads.items():
+        names = [pod for (_ns, pod), owner in owners.items() if owner.root == ref]
+        workloads[ref] = dataclasses.replace(ws, members=_running(names))
     return Workloads(
         ClusterSnapshot(workloads, namespaces, owners, controller_namespace, tuple(errors)),
         source,

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from guardian.engine.remediation.delegation import Governing, governing
+from guardian.engine.remediation.evidence import coverage
 from guardian.engine.remediation.gates import (
     Handshake,
     checkpoint,
@@ -83,6 +84,7 @@ class _Candidate:
     alert: FiringAlert  # the earliest matched alert: its labels go with every step
     dry_run: bool
     parent: ReclaimPolicy | None = None  # the cluster policy a team's policy narrows
+    matched: tuple[FiringAlert, ...] = ()  # every alert of the root the policy acts on
 
     def step(
         self, step: LadderStep, reason: str, nxt: LadderStep | None = None, due: float | None = None
@@ -200,7 +202,7 @@ class _Planner:
         opened = self.ledger.open_episodes.get(ref)
         episode = opened[0] if opened else workload_episode(ref, first.active_at)
         dry_run = self.settings.dry_run or policy.spec.mode is Mode.OBSERVE
-        candidate = _Candidate(ws, policy, episode, first, dry_run, chosen.parent)
+        candidate = _Candidate(ws, policy, episode, first, dry_run, chosen.parent, tuple(matched))
         if Annotations.RECLAIMED_AT in ws.annotations:
             reclaimed = "already reclaimed; waiting for a restore"
             self.waits.append(candidate.wait(reclaimed, refused=False))
@@ -297,6 +299,13 @@ class _Planner:
     def reclaim(
         self, c: _Candidate, reason: str, notified: float, done: dict[LadderStep, float]
     ) -> None:
+        # The evidence must cover the whole root before anything asks it to stop.
+        covered = coverage(c.ws, c.matched)
+        if not covered.whole:
+            self.waits.append(c.wait(covered.reason()))
+            return
+        if len(covered.pods) > 1:
+            reason = f"{reason}; all {len(covered.pods)} pods idle"
         waiting, who = demand_wait(c.policy, c.ws, self.snapshot, self.now)
         if waiting is not None:
             self.waits.append(c.hold(waiting, LadderStep.RECLAIM))

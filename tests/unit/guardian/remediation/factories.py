@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,6 +14,7 @@ from guardian.model.reclaim import (
     FiringAlert,
     GroupHealth,
     HpaState,
+    MemberPod,
     NamespaceState,
     PodOwner,
     WorkloadState,
@@ -82,12 +84,13 @@ def workload(
     r: WorkloadRef | None = None,
     *,
     action: ActionKind = ActionKind.SCALE,
-    replicas: int | None = 2,
+    replicas: int | None = 1,
     created_at: float = NOW - 86400,
     annotations: Mapping[str, str] | None = None,
     labels: Mapping[str, str] | None = None,
     hpa: HpaState | None = None,
     suspended: bool = False,
+    members: tuple[MemberPod, ...] | None = None,
 ) -> WorkloadState:
     return WorkloadState(
         ref=r or ref(),
@@ -100,6 +103,22 @@ def workload(
         replicas=replicas,
         suspended=suspended,
         hpa=hpa,
+        members=members,
+    )
+
+
+def member(
+    name: str = "web-1",
+    *,
+    gpus: int = 1,
+    created_at: float = NOW - 86400,
+    phase: str = "Running",
+    deleting: bool = False,
+    resource: str = "nvidia.com/gpu",
+) -> MemberPod:
+    """A pod of a root as the reader reports it (Running for a day, holding ``gpus``)."""
+    return MemberPod(
+        name, f"uid-{name}", created_at, phase, "n1", deleting, {resource: gpus} if gpus else {}
     )
 
 
@@ -114,11 +133,19 @@ def snapshot(
     owners: dict[tuple[str, str], PodOwner] = {}
     for (ns, pod), root in (pods or {("ml", "web-1"): states[0].ref}).items():
         owners[(ns, pod)] = PodOwner(ns, pod, root, None if root else "not found")
+    # A workload built without its pods owns the alerts' pods, one GPU each, and runs as
+    # (the whole-workload evidence tests give theirs explicitly).
+    states = tuple(s if s.members is not None else _with_members(s, owners) for s in states)
     spaces = {s.ref.namespace: NamespaceState(s.ref.namespace) for s in states}
     spaces[controller_namespace] = NamespaceState(controller_namespace)
     for name, meta in (namespaces or {}).items():
         spaces[name] = NamespaceState(name, meta.get("labels", {}), meta.get("annotations", {}))
     return ClusterSnapshot({s.ref: s for s in states}, spaces, owners, controller_namespace)
+
+
+def _with_members(ws: WorkloadState, owners: Mapping[tuple[str, str], PodOwner]) -> WorkloadState:
+    names = sorted(pod for (_ns, pod), o in owners.items() if o.root == ws.ref)
+    return dataclasses.replace(ws, members=tuple(member(n) for n in names))
 
 
 def healthy(now: float = NOW) -> dict[str, GroupHealth]:

@@ -22,6 +22,7 @@ from guardian.model.reclaim import (
     ActionKind,
     ClusterSnapshot,
     GroupHealth,
+    MemberPod,
     NamespaceState,
     PodOwner,
     WorkloadState,
@@ -47,7 +48,10 @@ STALE = LabelSet(
 
 
 def snapshot(**workload: Any) -> ClusterSnapshot:
-    ws = WorkloadState(WEB, "uid", "1", 0.0, ActionKind.SCALE, replicas=2, **workload)
+    running = (MemberPod("web-1", "", 0.0, "Running"),)
+    ws = WorkloadState(
+        WEB, "uid", "1", 0.0, ActionKind.SCALE, replicas=1, members=running, **workload
+    )
     return ClusterSnapshot(
         {WEB: ws}, {"ml": NamespaceState("ml")}, {("ml", "web-1"): PodOwner("ml", "web-1", WEB)}
     )
@@ -171,7 +175,8 @@ def test_pipeline_alert_without_a_node_holds_every_action_in_its_cluster() -> No
 def test_per_namespace_limit_counts_the_replayed_reclaims() -> None:
     second = WorkloadRef("apps/v1", "Deployment", "ml", "other")
     snap = snapshot()
-    other = dataclasses.replace(snap.workloads[WEB], ref=second)
+    running = (MemberPod("other-1", "", 0.0, "Running"),)
+    other = dataclasses.replace(snap.workloads[WEB], ref=second, members=running)
     snap = dataclasses.replace(
         snap,
         workloads={WEB: snap.workloads[WEB], second: other},
