@@ -11,7 +11,7 @@ from kubernetes.client.rest import ApiException
 
 from testbed.kubeapi import FakeKubeAPI, builders
 from testbed.kubeapi.validation import MAX_CONFIG_MAP_BYTES
-from tests.integration.sim.conftest import raw_request
+from tests.integration.testbed.conftest import raw_request
 
 pytestmark = pytest.mark.e2e
 

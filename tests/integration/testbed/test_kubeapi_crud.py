@@ -13,7 +13,7 @@ from kubernetes.client.rest import ApiException
 
 from testbed.kubeapi import FakeKubeAPI, builders
 from testbed.kubeapi.patch import MERGE_PATCH
-from tests.integration.sim.conftest import ManualClock, raw_request
+from tests.integration.testbed.conftest import ManualClock, raw_request
 
 pytestmark = pytest.mark.e2e
 

@@ -6,7 +6,7 @@ import pytest
 from kubernetes import client
 
 from testbed.kubeapi import FakeKubeAPI, builders
-from tests.integration.sim.conftest import raw_request
+from tests.integration.testbed.conftest import raw_request
 from tests.plugins.kube_fixture import LWS
 
 pytestmark = pytest.mark.e2e

@@ -11,7 +11,7 @@ from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from testbed.kubeapi import FakeKubeAPI, builders
-from tests.integration.sim.conftest import raw_request
+from tests.integration.testbed.conftest import raw_request
 
 pytestmark = pytest.mark.e2e
 

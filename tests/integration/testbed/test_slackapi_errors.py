@@ -9,7 +9,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from testbed.slackapi import FakeSlack
-from tests.integration.sim.slack_fixtures import (  # noqa: F401 - fixtures
+from tests.integration.testbed.slack_fixtures import (  # noqa: F401 - fixtures
     fake_slack_fixture,
     slack_client_fixture,
 )

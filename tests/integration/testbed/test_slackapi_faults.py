@@ -18,7 +18,7 @@ from slack_sdk.http_retry.builtin_interval_calculators import FixedValueRetryInt
 from slack_sdk.http_retry.handler import RetryHandler
 
 from testbed.slackapi import ANY, FakeSlack
-from tests.integration.sim.slack_fixtures import (  # noqa: F401 - fixtures
+from tests.integration.testbed.slack_fixtures import (  # noqa: F401 - fixtures
     ALERTS,
     TEAM,
     TOKEN,

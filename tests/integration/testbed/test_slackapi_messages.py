@@ -13,7 +13,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from testbed.slackapi import Channel, FakeSlack
-from tests.integration.sim.slack_fixtures import (  # noqa: F401 - fixtures
+from tests.integration.testbed.slack_fixtures import (  # noqa: F401 - fixtures
     ALERTS,
     TOKEN,
     fake_slack_fixture,

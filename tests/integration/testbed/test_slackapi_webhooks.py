@@ -15,7 +15,7 @@ from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 from slack_sdk.webhook import WebhookClient
 
 from testbed.slackapi import WEBHOOK, FakeSlack
-from tests.integration.sim.slack_fixtures import (  # noqa: F401 - fixtures
+from tests.integration.testbed.slack_fixtures import (  # noqa: F401 - fixtures
     fake_slack_fixture,
     slack_client_fixture,
 )
