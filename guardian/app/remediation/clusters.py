@@ -72,6 +72,12 @@ class ClusterFilter:
             self.scope = ClusterScope(self.own, None, str(exc))
         return scope_alerts(alerts, self.scope)
 
+    def gap(self) -> str:
+        """Why the last cycle's alerts may be incomplete: the scope could not be read."""
+        if self.scope.served is not None:
+            return ""
+        return f"cannot tell which clusters the source serves ({self.scope.error or 'unknown'})"
+
     def ours(self, alerts: Iterable[FiringAlert]) -> list[FiringAlert]:
         """``alerts`` under the last cycle's scope (the re-check before a step)."""
         return scope_alerts(alerts, self.scope)[0]

@@ -224,6 +224,7 @@ class RemediationLoop:
             health=self.health,
             settings=self.planner,
             suppressions=self.held,
+            evidence_gap=self.clusters.gap(),
         )
 
     def _replan_one(

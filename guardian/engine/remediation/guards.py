@@ -135,17 +135,22 @@ def pipeline_reason(
             why = cluster_wide_why(problem)
             return f"missing data is not idleness: {state} for its cluster ({why})"
     groups = {a.group for a in alerts if a.group} | set(required_groups)
+    why = unevaluated(groups, health, now, max_age)
+    return f"missing data is not idleness: {why}" if why else None
+
+
+def unevaluated(
+    groups: Iterable[str], health: Mapping[str, GroupHealth], now: float, max_age: float
+) -> str | None:
+    """Why one of ``groups`` has no healthy, recent evaluation to go by, or None."""
     for group in sorted(groups):
         last = health.get(group)
         if last is None:
-            return f"missing data is not idleness: rule group {group} has not been evaluated yet"
+            return f"rule group {group} has not been evaluated yet"
         if not last.healthy:
-            return f"missing data is not idleness: rule group {group}: {last.reason or 'unhealthy'}"
+            return f"rule group {group}: {last.reason or 'unhealthy'}"
         if now - last.ts > max_age:
-            return (
-                f"missing data is not idleness: rule group {group} last evaluated "
-                f"{now - last.ts:.0f}s ago"
-            )
+            return f"rule group {group} last evaluated {now - last.ts:.0f}s ago"
     return None
 
 

@@ -31,6 +31,7 @@ from guardian.engine.remediation.guards import (
     read_error,
     restarted_by_hand,
     silence_reason,
+    unevaluated,
     warmup_reason,
 )
 from guardian.engine.remediation.roots import by_root, pending_roots
@@ -370,9 +371,12 @@ def plan(
     health: Mapping[str, GroupHealth] | None = None,
     settings: PlannerSettings | None = None,
     suppressions: Suppressions = NOT_CHECKED,
+    evidence_gap: str = "",
 ) -> Plan:
     """The plan for this cycle. Only firing, non-pipeline alerts start or advance a ladder;
-    ``suppressions`` (Alertmanager's silences) hold ladder steps, never a restore."""
+    ``suppressions`` (Alertmanager's silences) hold ladder steps, never a restore.
+    ``evidence_gap``: why this cycle's alerts may be incomplete ("" when they are not);
+    then, as when a rule group's evaluation failed, no episode closes for lack of alerts."""
     settings = settings or PlannerSettings()
     pipeline = [a for a in alerts if is_pipeline(a.labels)]
     planner = _Planner(policies, snapshot, ledger, now, health or {}, settings, pipeline)
@@ -385,11 +389,18 @@ def plan(
     # A pending alert keeps its episode open: an engine that restarted without its state
     # fires it again after `for`, and the ladder goes on where it was.
     held = set(roots) | pending_roots(alerts, snapshot)
-    closed = tuple(
-        (ref, episode)
-        for ref, (episode, _started, _policy) in sorted(
-            ledger.open_episodes.items(), key=lambda kv: str(kv[0])
-        )
-        if episode_over(ref, snapshot, ref in held)
-    )
-    return Plan(now, tuple(planner.actions), tuple(planner.waits), closed)
+    groups = set(health or {}) | set(settings.pipeline_groups)
+    gap = evidence_gap or unevaluated(groups, health or {}, now, settings.max_health_age) or ""
+    closed: list[tuple[WorkloadRef, str]] = []
+    for ref, (episode, _started, policy) in sorted(
+        ledger.open_episodes.items(), key=lambda kv: str(kv[0])
+    ):
+        if not episode_over(ref, snapshot, ref in held):
+            continue
+        if gap and ref in snapshot.workloads:
+            # Alerts that could not be evaluated have not ended: hold the episode as it is.
+            why = f"held: its alerts cannot be seen now ({gap}); the episode stays open"
+            planner.waits.append(Wait(ref, why, policy, episode, refused=False))
+            continue
+        closed.append((ref, episode))
+    return Plan(now, tuple(planner.actions), tuple(planner.waits), tuple(closed))

@@ -11,6 +11,7 @@ import pytest
 from guardian.adapters.kube.executor import Executor
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.ledger import Ledger
+from guardian.app.remediation.clusters import ClusterFilter
 from guardian.app.remediation.loop import RemediationLoop
 from guardian.engine.remediation import PlannerSettings
 from guardian.model.alerts import EvaluationHealth, GroupEvaluation, RuleOutcome
@@ -18,6 +19,7 @@ from guardian.model.labels import LabelSet
 from guardian.model.policies_load import parse_policies
 from guardian.model.reclaim import FiringAlert
 from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
+from guardian_common.errors import GuardianError
 from testbed.kubeapi import FakeKubeAPI
 from testbed.kubeapi import builders as b
 
@@ -202,3 +204,32 @@ def test_exclude_on_reclaimed_restores_and_notifier_cursor(
     )
     assert reclaim.original_replicas == 2
     assert reclaim.restore_command == "guardian restore ml/Deployment/train"
+
+
+@pytest.mark.usefixtures("seeded")
+def test_an_outage_mid_grace_holds_the_episode_and_the_ladder_resumes_after(
+    kube: FakeKubeAPI, reader: KubeReader, executor: Executor, tmp_path: Path
+) -> None:
+    # The source stops answering mid-grace: which clusters it serves is unknown, so every
+    # alert is refused and none arrives. That is not the alerts' end (issue: the episode
+    # was closed 1.3 s into an outage, and the workload never reclaimed).
+    loop, ledger = make_loop(reader, executor, tmp_path)
+    answering = [True]
+
+    def source_clusters(_ts: float) -> frozenset[str]:
+        if not answering[0]:
+            raise GuardianError("connection refused")
+        return frozenset({"c1"})
+
+    loop.clusters = ClusterFilter(source_clusters=source_clusters)
+    run(loop, 0)  # notified; the reclaim is due two minutes later
+    (episode,) = {e.episode for e in ledger.all_events()}
+    answering[0] = False
+    run(loop, 1, 2, 3)  # down past the due time
+    assert ledger.view(NOW + 180).open_episodes[DEPLOY][0] == episode
+    assert kube.get("Deployment", "train", "ml")["spec"]["replicas"] == 2
+    answering[0] = True
+    run(loop, 4)  # the evidence is back, the ladder goes on in the same episode
+    steps = [(e.episode, e.step) for e in ledger.all_events() if e.outcome is StepOutcome.APPLIED]
+    assert steps == [(episode, LadderStep.NOTIFY), (episode, LadderStep.RECLAIM)]
+    assert kube.get("Deployment", "train", "ml")["spec"]["replicas"] == 0

@@ -601,6 +601,56 @@ def test_episode_closes_when_alerts_end() -> None:
     assert result.closed_episodes == ()
 
 
+@pytest.mark.parametrize(
+    ("health", "gap", "why"),
+    [
+        (
+            {**healthy(), "idle": GroupHealth("idle", NOW - 30, False, "connection refused")},
+            "",
+            "rule group idle: connection refused",
+        ),
+        (
+            {**healthy(), "idle": GroupHealth("idle", NOW - 900, True)},
+            "",
+            "rule group idle last evaluated 900s ago",
+        ),
+        ({}, "", "rule group pipeline has not been evaluated yet"),
+        (healthy(), "cannot tell which clusters the source serves (timeout)", "(timeout)"),
+    ],
+    ids=["evaluation failed", "evaluation stale", "never evaluated", "cluster scope unknown"],
+)
+def test_an_outage_holds_the_episode_instead_of_closing_it(
+    health: dict[str, GroupHealth], gap: str, why: str
+) -> None:
+    # Prometheus down mid-grace: no alerts come, and that is not their end.
+    result = plan(
+        [],
+        [enforce()],
+        snapshot(),
+        NOTIFIED_2H,
+        NOW,
+        health=health,
+        settings=REAL,
+        evidence_gap=gap,
+    )
+    assert result.closed_episodes == ()
+    (held,) = [w for w in result.waits if w.workload == ref()]
+    assert held.episode == EPISODE
+    assert held.reason.startswith("held: its alerts cannot be seen now (")
+    assert why in held.reason
+    assert not held.refused
+    # Once the evaluations are healthy again and the alerts are still gone, it closes.
+    after = plan([], [enforce()], snapshot(), NOTIFIED_2H, NOW, health=healthy(), settings=REAL)
+    assert after.closed_episodes == ((ref(), EPISODE),)
+
+
+def test_an_outage_never_holds_the_episode_of_a_deleted_workload() -> None:
+    gone = ClusterSnapshot({}, {"ml": NamespaceState("ml")}, {})
+    failed = {**healthy(), "idle": GroupHealth("idle", NOW - 30, False, "down")}
+    result = plan([], [enforce()], gone, NOTIFIED_2H, NOW, health=failed, settings=REAL)
+    assert result.closed_episodes == ((ref(), EPISODE),)
+
+
 def test_deleted_workload_ends_its_episode_unreadable_keeps_it() -> None:
     gone = ClusterSnapshot({}, {"ml": NamespaceState("ml")}, {})
     result = plan([], [enforce()], gone, NOTIFIED_2H, NOW, health=healthy(), settings=REAL)
