@@ -135,8 +135,8 @@ def pipeline_reason(
             why = cluster_wide_why(problem)
             return f"missing data is not idleness: {state} for its cluster ({why})"
     groups = {a.group for a in alerts if a.group} | set(required_groups)
-    why = unevaluated(groups, health, now, max_age)
-    return f"missing data is not idleness: {why}" if why else None
+    stale = unevaluated(groups, health, now, max_age)
+    return f"missing data is not idleness: {stale}" if stale else None
 
 
 def unevaluated(
