@@ -219,6 +219,7 @@ class Wait:
     refused: bool = True  # a guard said no (vs. simply not due yet)
     next_step: LadderStep | None = None
     next_step_due: float | None = None
+    partly_idle: bool = False  # some of the workload is idle, not all: never a reclaim
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,8 @@ _REASONS = {
     LadderStep.RECLAIM: "GPUIdleReclaimed",
     LadderStep.RESTORE: "GPUReclaimRestored",
 }
+# Some of a workload idle, not all: said once per episode, never acted on.
+PARTLY_IDLE_EVENT = "GPUPartlyIdle"
 
 
 @dataclass(frozen=True)

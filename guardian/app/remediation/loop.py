@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 
-from guardian.adapters.kube.executor import Executor
+from guardian.adapters.kube.executor import PARTLY_IDLE_EVENT, Executor
 from guardian.adapters.kube.fence import NotLeader
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.kube.rest import KubeRest, NotFound
@@ -39,7 +39,7 @@ from guardian.app.remediation.step_runner import Ready, StepRunner
 from guardian.engine.remediation import PlannerSettings, is_pipeline, plan
 from guardian.engine.remediation.scope import check_pods
 from guardian.model.alerts import GroupEvaluation
-from guardian.model.policies import Annotations, ReclaimPolicy
+from guardian.model.policies import Annotations, Mode, ReclaimPolicy
 from guardian.model.reclaim import (
     ClusterSnapshot,
     FiringAlert,
@@ -174,6 +174,7 @@ class RemediationLoop:
         self.reconciler.run(self._view(now), snapshot, now)
         result = self._plan(alerts, snapshot, now)
         self.recorder.waits(result.waits, now)
+        self._partly_idle(result.waits, snapshot, now)
         for ref, episode in result.closed_episodes:
             self._close(ref, episode, snapshot, now)
         for action in result.actions:
@@ -186,6 +187,19 @@ class RemediationLoop:
         if self.policy_objects is not None and self.status_writer is not None:
             self.policy_objects.write_status(self.status_writer, result, snapshot, now)
         return result
+
+    def _partly_idle(self, waits: Sequence[Wait], snapshot: ClusterSnapshot, now: float) -> None:
+        """A Kubernetes Event on each partly idle workload of an enforcing policy, once per
+        episode, naming the idle and the other parts (the wait's reason)."""
+        if self.planner.dry_run:
+            return
+        enforcing = {p.name for p in self.policies if p.spec.mode is Mode.ENFORCE}
+        for wait in waits:
+            ws = snapshot.workloads.get(wait.workload) if wait.workload else None
+            if wait.partly_idle and ws is not None and wait.policy in enforcing:
+                self.executor.events.record(
+                    ws, PARTLY_IDLE_EVENT, wait.reason, episode=wait.episode, now=now
+                )
 
     def _view(self, now: float) -> LedgerView:
         """Past steps: the shared state's on a leader with a journal, else the ledger's."""

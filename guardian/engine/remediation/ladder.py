@@ -8,6 +8,7 @@ is recorded as a Wait with its reason.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -303,7 +304,8 @@ class _Planner:
         # The evidence must cover the whole root before anything asks it to stop.
         covered = coverage(c.ws, c.matched)
         if not covered.whole:
-            self.waits.append(c.wait(covered.reason()))
+            held = c.wait(covered.reason())
+            self.waits.append(dataclasses.replace(held, partly_idle=covered.partial))
             return
         if len(covered.pods) > 1:
             reason = f"{reason}; all {len(covered.pods)} pods idle"

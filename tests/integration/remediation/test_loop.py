@@ -233,3 +233,38 @@ def test_an_outage_mid_grace_holds_the_episode_and_the_ladder_resumes_after(
     steps = [(e.episode, e.step) for e in ledger.all_events() if e.outcome is StepOutcome.APPLIED]
     assert steps == [(episode, LadderStep.NOTIFY), (episode, LadderStep.RECLAIM)]
     assert kube.get("Deployment", "train", "ml")["spec"]["replicas"] == 0
+
+
+def test_a_deployment_with_one_busy_replica_is_never_scaled_down(
+    kube: FakeKubeAPI, reader: KubeReader, executor: Executor, tmp_path: Path
+) -> None:
+    # The reported failure: 2 replicas, one at 80 %, one at 0 %; replicas 2 -> 0.
+    dep = kube.create(b.deployment("train", "ml", replicas=2))
+    rs = kube.create(b.replicaset("train-x", "ml", owners=[b.owner_reference(dep)]))
+    kube.create(b.pod("train-1", "ml", node="n1", owners=[b.owner_reference(rs)]))
+    kube.create(b.pod("train-2", "ml", node="n1", owners=[b.owner_reference(rs)]))
+    loop, ledger = make_loop(reader, executor, tmp_path)  # only train-1 is idle
+
+    run(loop, 0, 1, 2, 3, 4, 5)
+
+    assert kube.get("Deployment", "train", "ml")["spec"]["replicas"] == 2
+    applied = [e.step for e in ledger.all_events() if e.outcome is StepOutcome.APPLIED]
+    assert applied == [LadderStep.NOTIFY]  # told, never acted on
+    refused = [e.reason for e in ledger.all_events() if e.outcome is StepOutcome.REFUSED]
+    partly = (
+        "partly idle, not reclaimed (1 of 2 pods idle; idle: train-1 (GPU idle); "
+        "not idle: train-2 (busy or unknown: no idle alert))"
+    )
+    assert refused == [partly]
+    events = [e for e in kube.objects("Event", "ml") if e.get("reason") == "GPUPartlyIdle"]
+    assert len(events) == 1
+    assert events[0]["involvedObject"]["name"] == "train"
+    assert "idle: train-1" in events[0]["message"]
+    assert "not idle: train-2" in events[0]["message"]
+    # Once the other replica is idle too, the whole workload is, and it is reclaimed.
+    second = FiringAlert(
+        LabelSet({**ALERT.labels.to_dict(), "pod": "train-2"}), NOW - 3600, True, group="idle"
+    )
+    loop.alerts = lambda: [ALERT, second]
+    run(loop, 6)
+    assert kube.get("Deployment", "train", "ml")["spec"]["replicas"] == 0
