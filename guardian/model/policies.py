@@ -155,15 +155,52 @@ class LabelSelector(StrictModel):
         return all(req.matches(labels) for req in self.match_expressions)
 
 
+CLASS_LABEL = "guardian_class"
+RECLAIMABLE = "reclaimable"  # waste: an idle GPU or share, what the default policy acts on
+RIGHTSIZE = "rightsize"  # advice: the GPU is bigger than the workload needs
+PIPELINE = "pipeline"  # the metrics pipeline's health: it holds the ladder, never starts it
+# Classes no policy acts on, whatever its alerts section says. Low memory use means the
+# GPU is too big, not unused: an inference server at 95 % SM with a small model fires
+# GpuMemoryUnderutilized, and scaling it to 0 would take down a busy service. `violation`
+# and `coverage` are not here: a policy that asks for them in matchLabels acts on them.
+NEVER_ACTED_ON = (RIGHTSIZE, PIPELINE)
+# The shipped packs' advice alerts (class rightsize), by name, so that one from an older
+# rule file (still labelled reclaimable while an upgrade rolls out) is never acted on.
+ADVICE_ALERTS = frozenset({"GpuMemoryUnderutilized"})
+ADVICE_REASON = (
+    "GpuMemoryUnderutilized is right-sizing advice (guardian_class: rightsize): "
+    "no policy reclaims on it; it is notified on its own"
+)
+
+
 class AlertMatch(StrictModel):
-    """Which alerts a policy acts on: any of ``names`` (empty: any) and all ``matchLabels``."""
+    """Which alerts a policy acts on: any of ``names`` (empty: any) and all ``matchLabels``.
+    Never an alert of a class in :data:`NEVER_ACTED_ON` or one of :data:`ADVICE_ALERTS`;
+    asking for one is refused when the policy is loaded."""
 
     names: tuple[str, ...] = ()
     match_labels: dict[str, str] = Field(
-        default_factory=lambda: {"guardian_class": "reclaimable"}, alias="matchLabels"
+        default_factory=lambda: {CLASS_LABEL: RECLAIMABLE}, alias="matchLabels"
     )
 
+    @field_validator("names")
+    @classmethod
+    def _no_advice_names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        if any(name in ADVICE_ALERTS for name in names):
+            raise ValueError(ADVICE_REASON)
+        return names
+
+    @field_validator("match_labels")
+    @classmethod
+    def _no_advice_labels(cls, labels: dict[str, str]) -> dict[str, str]:
+        # A pipeline class stays accepted, as it always was: it matches nothing.
+        if labels.get(CLASS_LABEL) == RIGHTSIZE or labels.get("alertname") in ADVICE_ALERTS:
+            raise ValueError(ADVICE_REASON)
+        return labels
+
     def matches(self, labels: dict[str, str]) -> bool:
+        if labels.get(CLASS_LABEL) in NEVER_ACTED_ON or labels.get("alertname") in ADVICE_ALERTS:
+            return False
         if self.names and labels.get("alertname") not in self.names:
             return False
         return all(labels.get(k) == v for k, v in self.match_labels.items())

@@ -138,11 +138,21 @@ def spec_schema(cluster: bool) -> Schema:
     props: dict[str, Schema] = {
         "priority": {"type": "integer", "default": 0, "description": "Precedence."},
         "mode": _enum(("observe", "enforce"), "observe", "observe: plan and report only."),
+        # Asking for right-sizing advice (GpuMemoryUnderutilized, guardian_class
+        # rightsize) is refused by the controller's validation (status Invalid), with the
+        # file loader's words. No CEL rule yet: the test bed's API server refuses a CRD
+        # with a rule it has no Python mirror for (testbed/kubeapi/cel.py).
         "alerts": _obj(
             {
-                "names": _strings("Any of these alertnames (empty: any)."),
+                "names": _strings(
+                    "Any of these alertnames (empty: any). Never GpuMemoryUnderutilized:"
+                    " right-sizing advice, which no policy acts on."
+                ),
                 "matchLabels": {
-                    **_string_map("And all of these labels."),
+                    **_string_map(
+                        "And all of these labels. guardian_class rightsize (advice) is"
+                        " refused; pipeline matches nothing."
+                    ),
                     "default": {"guardian_class": "reclaimable"},
                 },
             },

@@ -52,8 +52,11 @@ def check_report(patterns: Sequence[str]) -> tuple[int, list[str], list[str]]:
     lines = [describe(p) for p in sorted(policies, key=lambda p: p.name)]
     problems: list[str] = []
     lines += [
+        # GpuMemoryUnderutilized is advice no policy acts on; an idle pod on a shared GPU
+        # (GpuShareIdle) is reclaimable, which a policy written for whole GPUs may not mean.
         f"note: {p.name} enforces on every alert with {p.spec.alerts.match_labels} "
-        "(GpuMemoryUnderutilized too); list alerts.names to act on idleness only"
+        "(GpuShareIdle too: idle pods on shared GPUs); list alerts.names: [GpuIdle] "
+        "to act on GPUs idle as a whole only"
         for p in policies
         if p.spec.mode is Mode.ENFORCE and not p.spec.alerts.names and p.spec.ladder.reclaim
     ]

@@ -3,16 +3,17 @@ alerts, as a plain config (``amtool check-config`` accepts it) or as a prometheu
 ``AlertmanagerConfig`` (monitoring.coreos.com/v1alpha1).
 
 - **Route**: one branch per ``guardian_class`` (``reclaimable``: waste alerts,
-  ``pipeline``: the metrics pipeline's health, ``violation``: GPU use without a request,
-  ``coverage``: devices whose idleness cannot be judged), and under it one per
-  ``severity``, each to its own receiver (empty receivers, named
-  ``<prefix>-<class>-<severity>``, to fill in).
+  ``rightsize``: right-sizing advice, ``pipeline``: the metrics pipeline's health,
+  ``violation``: GPU use without a request, ``coverage``: devices whose idleness cannot
+  be judged), and under it one per ``severity``, each to its own receiver (empty
+  receivers, named ``<prefix>-<class>-<severity>``, to fill in).
 - **Inhibition**: a pipeline alert about a node inhibits the alerts read from that node's
-  exporter data, waste, violation and coverage alike (``equal: [cluster, node]``); one that
-  names no node inhibits them in its whole cluster (``equal: [cluster]``); one that names
-  no cluster either, all of them. For waste alerts that is the same hold the remediation
-  planner applies (``guards.pipeline_reason``); a frozen exporter would also keep a
-  violation or coverage alert going.
+  exporter data, waste, advice, violation and coverage alike
+  (``equal: [cluster, node]``); one that names no node inhibits them in its whole
+  cluster (``equal: [cluster]``); one that names no cluster either, all of them. For
+  waste alerts that is the same hold the remediation planner applies
+  (``guards.pipeline_reason``); a frozen exporter would also keep an advice, violation
+  or coverage alert going.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ CLASS_LABEL = "guardian_class"
 SEVERITY_LABEL = "severity"
 PIPELINE = "pipeline"
 WASTE = "reclaimable"
+ADVICE = "rightsize"  # GpuMemoryUnderutilized: notified, never acted on
 # The classes whose alerts come from the exporters' data: a pipeline alert inhibits them.
-INHIBITED = (WASTE, "violation", "coverage")
+INHIBITED = (WASTE, ADVICE, "violation", "coverage")
 
 
 @dataclass(frozen=True)

@@ -223,3 +223,29 @@ def test_a_nodes_exporter_down_also_inhibits_violation_and_coverage_alerts_there
     states = {a.labels.get("alertname"): a.state for a in api.alerts() if not a.labels.get("pod")}
     assert states == {"GpuExporterDown": AlertStatus.ACTIVE, "GpuMetricsGap": AlertStatus.ACTIVE}
     api.close()
+
+
+@pytest.mark.e2e
+def test_a_nodes_exporter_down_also_inhibits_memory_advice_there(
+    alertmanager: AlertmanagerFactory, tmp_path: Path
+) -> None:
+    # GpuMemoryUnderutilized is advice (guardian_class rightsize), no longer waste; it is
+    # read from the same exporter, so a pipeline alert on its node holds it as before.
+    am = alertmanager(config=_generated(tmp_path).read_text(encoding="utf-8"))
+    api = client(am)
+    api.post_alerts(
+        encode_alerts(
+            [
+                idle("small-0", "n1", name="GpuMemoryUnderutilized", cls="rightsize"),
+                idle("small-1", "n2", name="GpuMemoryUnderutilized", cls="rightsize"),
+            ]
+        )
+    )
+    api.post_alerts(encode_alerts([down(cluster="c1", node="n1", reason="nvml_down")]))
+
+    def inhibited() -> set[str]:
+        return {a.labels.get("pod", "") for a in api.alerts() if a.inhibited_by}
+
+    wait_for(lambda: inhibited() == {"small-0"})
+    assert by_pod(api.alerts())["small-1"].state is AlertStatus.ACTIVE
+    api.close()

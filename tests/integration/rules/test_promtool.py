@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from guardian.adapters.local_prometheus import PrometheusBinaries
+from guardian.model.policies import ADVICE_ALERTS, RIGHTSIZE
 
 pytestmark = pytest.mark.e2e
 
@@ -31,7 +32,7 @@ TESTS_DIR = RULES_DIR / "tests"
 PARITY_DIR = RULES_DIR / "parity"
 PARITY_RULES_DIR = PARITY_DIR / "rules"
 RUNBOOK_PATTERN = "https://gpu-guardian.io/runbooks/{alertname_lower}"
-GUARDIAN_CLASSES = {"reclaimable", "pipeline", "violation", "coverage"}
+GUARDIAN_CLASSES = {"reclaimable", "rightsize", "pipeline", "violation", "coverage"}
 PROMTOOL_TIMEOUT_S = 50
 
 
@@ -182,6 +183,34 @@ def test_every_pack_alert_is_tested_firing_and_quiet(pack_file: Path) -> None:
     for name in sorted({rule["alert"] for rule in _alerts(pack_file)}):
         assert name in firing, f"{_id(pack_file)}: no test expects {name} to fire"
         assert name in quiet, f"{_id(pack_file)}: no test expects {name} to stay quiet"
+
+
+def test_memory_advice_is_rightsize_in_both_packs_and_tested_so() -> None:
+    """GpuMemoryUnderutilized is advice, never waste: its class is `rightsize` (which no
+    policy acts on) in both packs, in every test that expects it, and the policy model's
+    list of advice alerts names exactly the packs' rightsize alerts."""
+    rightsize = set()
+    for pack in ("guardian", "dcgm"):
+        for rule in _alerts(RULES_DIR / pack / "memory.yaml"):
+            assert rule["alert"] == "GpuMemoryUnderutilized"
+            assert rule["labels"]["guardian_class"] == RIGHTSIZE, pack
+        rightsize |= {
+            rule["alert"]
+            for f in sorted((RULES_DIR / pack).glob("*.yaml"))
+            for rule in _alerts(f)
+            if rule["labels"]["guardian_class"] == RIGHTSIZE
+        }
+    assert rightsize == set(ADVICE_ALERTS)
+    expected = 0
+    for test_file in _yaml_files(TESTS_DIR):
+        for case in _load(test_file).get("tests") or []:
+            for check in case.get("alert_rule_test") or []:
+                if check["alertname"] != "GpuMemoryUnderutilized":
+                    continue
+                for alert in check.get("exp_alerts") or []:
+                    assert alert["exp_labels"]["guardian_class"] == RIGHTSIZE, _id(test_file)
+                    expected += 1
+    assert expected >= 2 * 2  # fired in both packs' memory and cluster tests
 
 
 def test_platform_groups_are_the_same_in_both_packs() -> None:

@@ -62,7 +62,13 @@ def test_dashboard_covers_what_the_issue_asks_for(path: Path) -> None:
     assert "guardian_class" in exprs  # active alerts of our rule packs
     assert "guardian_remediation_steps_total" in exprs  # reclaim actions
     classes = {v["name"]: v for v in data["templating"]["list"]}["guardian_class"]["query"]
-    assert set(classes.split(",")) == {"reclaimable", "pipeline", "violation", "coverage"}
+    assert set(classes.split(",")) == {
+        "reclaimable",
+        "rightsize",
+        "pipeline",
+        "violation",
+        "coverage",
+    }
     if path == DCGM_DASHBOARD:
         # Our exporter's metrics are absent in dcgm-exporter mode; the controller's stay.
         assert not re.search(r"guardian_(gpu|pod|exporter)_", exprs)
@@ -73,6 +79,18 @@ def test_dashboard_covers_what_the_issue_asks_for(path: Path) -> None:
         assert health in exprs
     assert "guardian_exporter_last_success_timestamp_seconds" in exprs
     assert "guardian_pod_gpu_unallocated_use" in exprs  # the unallocated-use panel
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_waste_counts_idle_gpus_only_not_memory_advice(path: Path) -> None:
+    # GpuMemoryUnderutilized is right-sizing advice (guardian_class rightsize): it is
+    # listed among the active alerts, never counted as waste.
+    data = dashboard(path)
+    (waste,) = [p for p in panels(data) if p["title"] == "Firing waste alerts"]
+    (target,) = waste["targets"]
+    assert 'guardian_class="reclaimable"' in target["expr"]
+    for title, expr in queries(data):
+        assert "rightsize" not in expr, title
 
 
 @pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)

@@ -99,6 +99,30 @@ CASES = [
         "notify",
         alerts=[alert(), alert(name="GpuActivityUnknown", cls="coverage", pod="mig-0")],
     ),
+    # Memory under-use is right-sizing advice (guardian_class rightsize): a busy GPU with
+    # a small model fires it too, so no policy acts on it, whatever it asks for.
+    Case(
+        "memory advice: a default policy never acts on it",
+        "wait:no policy matches",
+        alerts=[alert(name="GpuMemoryUnderutilized", cls="rightsize")],
+    ),
+    Case(
+        "memory advice: a policy asking for every class does not act on it either",
+        "wait:no policy matches",
+        policies=[enforce(alerts={"matchLabels": {}})],
+        alerts=[alert(name="GpuMemoryUnderutilized", cls="rightsize")],
+    ),
+    Case(
+        "memory advice from an older rule file, still labelled reclaimable, is not acted on",
+        "wait:no policy matches",
+        alerts=[alert(name="GpuMemoryUnderutilized")],
+    ),
+    Case(
+        "a policy that asks for violations in matchLabels acts on them",
+        "notify",
+        policies=[enforce(alerts={"matchLabels": {"guardian_class": "violation"}})],
+        alerts=[alert(name="GpuUnallocatedUse", cls="violation")],
+    ),
     Case(
         "an idle share of a shared GPU is reclaimable",
         "notify",
@@ -478,6 +502,33 @@ def test_planner_table(case: Case) -> None:
     assert [a.step.value for a in result.actions] == [case.expect], result.waits
     if case.check is not None:
         case.check(result.actions[0])
+
+
+@pytest.mark.parametrize("settings", [REAL, DRY], ids=["enforcing", "dry run"])
+def test_memory_advice_alone_never_starts_any_step(settings: PlannerSettings) -> None:
+    # The case of issue 34: an inference server at 95 % SM with a small model fires only
+    # GpuMemoryUnderutilized. A short-form enforcing policy (no alerts.names) must plan
+    # nothing for it, at any point of a ladder: fresh, or past its grace period.
+    memory = alert(name="GpuMemoryUnderutilized", cls="rightsize", severity="info")
+    for view in (LedgerView(), NOTIFIED_2H):
+        result = plan(
+            [memory], [enforce()], snapshot(), view, NOW, health=healthy(), settings=settings
+        )
+        assert result.actions == (), result.actions
+        assert [w.reason for w in result.waits] == ["no policy matches"]
+    # The same workload idle as a whole is reclaimed: only the advice is left alone.
+    idle = plan(
+        [memory, alert()],
+        [enforce()],
+        snapshot(),
+        NOTIFIED_2H,
+        NOW,
+        health=healthy(),
+        settings=REAL,
+    )
+    assert [(a.step, a.alert_labels["alertname"]) for a in idle.actions] == [
+        (LadderStep.RECLAIM, "GpuIdle")
+    ]
 
 
 def test_shared_root_gets_one_action() -> None:

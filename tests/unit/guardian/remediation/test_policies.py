@@ -10,7 +10,7 @@ import pytest
 from guardian.app.remediation.policy_files import load_policies
 from guardian.cli import main as guardian_main
 from guardian.engine.remediation import find_overlaps
-from guardian.model.policies import HpaPolicy, Mode
+from guardian.model.policies import AlertMatch, HpaPolicy, Mode
 from guardian.model.policies_load import parse_policies
 from guardian_common.errors import ConfigError, ConfigErrors
 
@@ -186,3 +186,93 @@ def test_check_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert guardian_main(["policies", "check", str(bad)]) == 2  # a configuration error
     assert f"{bad}:4: spec.mode" in capsys.readouterr().err
     assert argparse  # the parser module is in use through guardian_main
+
+
+ADVICE = (
+    "GpuMemoryUnderutilized is right-sizing advice (guardian_class: rightsize): "
+    "no policy reclaims on it; it is notified on its own"
+)
+
+
+@pytest.mark.parametrize(
+    ("alerts", "where"),
+    [
+        ("    names: [GpuIdle, GpuMemoryUnderutilized]\n", "p.yaml:6: spec.alerts.names: "),
+        ("    matchLabels: {guardian_class: rightsize}\n", "p.yaml:6: spec.alerts.matchLabels: "),
+        (
+            "    matchLabels: {alertname: GpuMemoryUnderutilized}\n",
+            "p.yaml:6: spec.alerts.matchLabels: ",
+        ),
+    ],
+    ids=["by name", "by class", "by alertname label"],
+)
+def test_a_policy_asking_for_memory_advice_is_refused_at_load(alerts: str, where: str) -> None:
+    # Low memory use means the GPU is too big, not unused: reclaiming on it would scale
+    # a busy inference server with a small model to 0.
+    text = HEAD + "metadata: {name: a}\nspec:\n  alerts:\n" + alerts
+    assert errors(text) == [where + ADVICE]
+
+
+def test_the_check_command_prints_why_a_memory_policy_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "memory.yaml"
+    path.write_text(
+        HEAD + "metadata: {name: a}\nspec:\n  mode: enforce\n  alerts:\n"
+        "    names: [GpuMemoryUnderutilized]\n",
+        encoding="utf-8",
+    )
+    assert guardian_main(["policies", "check", str(path)]) == 2  # a configuration error
+    err = capsys.readouterr().err
+    assert f"{path}:7: spec.alerts.names: {ADVICE}" in err
+
+
+def test_the_check_note_on_short_form_enforcing_policies_names_shared_gpus(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(HEAD + "metadata: {name: a}\nspec: {mode: enforce}\n", encoding="utf-8")
+    assert guardian_main(["policies", "check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "note: a enforces on every alert with {'guardian_class': 'reclaimable'}" in out
+    assert "GpuShareIdle too" in out
+    assert "GpuMemoryUnderutilized" not in out  # advice: no policy acts on it anyway
+
+
+@pytest.mark.parametrize(
+    ("spec", "labels", "acts"),
+    [
+        ({}, {"alertname": "GpuIdle", "guardian_class": "reclaimable"}, True),
+        ({}, {"alertname": "GpuMemoryUnderutilized", "guardian_class": "rightsize"}, False),
+        # An alert from an older rule file, still labelled reclaimable: never acted on.
+        ({}, {"alertname": "GpuMemoryUnderutilized", "guardian_class": "reclaimable"}, False),
+        # Empty matchLabels asks for every class, but never advice or the pipeline's.
+        ({"matchLabels": {}}, {"alertname": "X", "guardian_class": "rightsize"}, False),
+        (
+            {"matchLabels": {}},
+            {"alertname": "GpuExporterDown", "guardian_class": "pipeline"},
+            False,
+        ),
+        (
+            {"matchLabels": {"guardian_class": "pipeline"}},
+            {"alertname": "GpuExporterDown", "guardian_class": "pipeline"},
+            False,
+        ),
+        # violation and coverage stay opt-in: a policy that asks for them acts on them.
+        ({}, {"alertname": "GpuUnallocatedUse", "guardian_class": "violation"}, False),
+        (
+            {"matchLabels": {"guardian_class": "violation"}},
+            {"alertname": "GpuUnallocatedUse", "guardian_class": "violation"},
+            True,
+        ),
+        (
+            {"matchLabels": {"guardian_class": "coverage"}},
+            {"alertname": "GpuActivityUnknown", "guardian_class": "coverage"},
+            True,
+        ),
+    ],
+)
+def test_which_alert_classes_a_policy_can_act_on(
+    spec: dict[str, object], labels: dict[str, str], acts: bool
+) -> None:
+    assert AlertMatch.model_validate(spec).matches(labels) is acts

@@ -101,6 +101,33 @@ def test_object_form_names_the_field() -> None:
     assert policy_from_object(obj).name == "ml/team"
 
 
+@pytest.mark.parametrize(
+    ("alerts", "field"),
+    [
+        ({"names": ["GpuMemoryUnderutilized"]}, "spec.alerts.names"),
+        ({"matchLabels": {"guardian_class": "rightsize"}}, "spec.alerts.matchLabels"),
+    ],
+)
+def test_a_cluster_object_asking_for_memory_advice_is_invalid(
+    alerts: dict[str, object], field: str
+) -> None:
+    # The CRD path refuses what a file refuses, in the same words (the object's status).
+    obj = {
+        "apiVersion": "gpu-guardian.io/v1alpha1",
+        "kind": "ClusterReclaimPolicy",
+        "metadata": {"name": "fleet"},
+        "spec": {"mode": "enforce", "alerts": alerts},
+    }
+    with pytest.raises(ConfigErrors) as info:
+        policy_from_object(obj)
+    (only,) = info.value.errors
+    assert only.field == field
+    assert only.reason == (
+        "GpuMemoryUnderutilized is right-sizing advice (guardian_class: rightsize): "
+        "no policy reclaims on it; it is notified on its own"
+    )
+
+
 def test_a_cluster_policy_has_no_namespace_and_teams_do_not_delegate() -> None:
     with pytest.raises(ConfigErrors, match=r"a ClusterReclaimPolicy has no metadata\.namespace"):
         parse_policies(CLUSTER.replace("{name: fleet}", "{name: fleet, namespace: ml}"), "p.yaml")
