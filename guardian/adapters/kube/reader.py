@@ -41,6 +41,15 @@ class _Walk:
     jobs: dict[WorkloadRef, set[str]] = field(default_factory=dict)
 
 
+@dataclass
+class PodIndex:
+    """What the roots of one snapshot share: one pod list per namespace, and each owner's
+    own owner, read once (a namespace's ReplicaSets, Jobs, StatefulSets)."""
+
+    pods: dict[str, list[Obj]] = field(default_factory=dict)
+    above: dict[WorkloadRef, WorkloadRef | None] = field(default_factory=dict)
+
+
 class KubeReader:
     def __init__(self, rest: KubeRest) -> None:
         self.rest = rest
@@ -136,10 +145,10 @@ class KubeReader:
         ref: WorkloadRef,
         pods: Iterable[str] = (),
         jobs: Iterable[str] = (),
-        listings: dict[str, list[Obj]] | None = None,
+        index: PodIndex | None = None,
     ) -> WorkloadState:
-        """The root as it is now; ``listings`` shares one pod list per namespace between
-        the workloads of one snapshot."""
+        """The root as it is now; ``index`` shares the pod reads between the workloads of
+        one snapshot."""
         obj = self.get(ref)
         res = self.resource(ref.api_version, ref.kind)
         action = action_for(ref, has_scale=res.has_scale)
@@ -163,7 +172,7 @@ class KubeReader:
             if action in (ActionKind.SCALE, ActionKind.SCALE_SUBRESOURCE)
             else None
         )
-        members = self.members(ref, obj, {} if listings is None else listings)
+        members = self.members(ref, obj, index or PodIndex())
         return WorkloadState(
             ref=ref,
             uid=str(meta.get("uid", "")),
@@ -182,9 +191,7 @@ class KubeReader:
         )
 
     # ---------------------------------------------------------------- members
-    def members(
-        self, ref: WorkloadRef, obj: Obj, listings: dict[str, list[Obj]]
-    ) -> tuple[MemberPod, ...] | None:
+    def members(self, ref: WorkloadRef, obj: Obj, index: PodIndex) -> tuple[MemberPod, ...] | None:
         """Every pod holding GPUs that ``ref`` owns now, through its ReplicaSets, Jobs or
         StatefulSet: the whole the evidence must cover. None if they cannot be read.
         Ownership is read from owner references, not from the root's label selector."""
@@ -192,16 +199,15 @@ class KubeReader:
             if ref.api_version == "v1" and ref.kind == "Pod":
                 pods = [obj]
             else:
-                pods = listings.get(ref.namespace) or []
-                if ref.namespace not in listings:
+                pods = index.pods.get(ref.namespace) or []
+                if ref.namespace not in index.pods:
                     listing = self.rest.get(object_path("v1", "pods", ref.namespace))
                     pods = [p for p in listing.get("items") or [] if isinstance(p, dict)]
-                    listings[ref.namespace] = pods
-            above: dict[WorkloadRef, WorkloadRef | None] = {}
+                    index.pods[ref.namespace] = pods
             return tuple(
                 _member(pod)
                 for pod in pods
-                if gpu_resources(extended_requests(pod)) and self._root_of(pod, above) == ref
+                if gpu_resources(extended_requests(pod)) and self._root_of(pod, index.above) == ref
             )
         except GuardianError as exc:
             logger.warning("cannot read the pods of %s: %s", ref, exc)
@@ -267,11 +273,11 @@ class KubeReader:
         refs = set(walk.pods) | set(extra)
         workloads: dict[WorkloadRef, WorkloadState] = {}
         errors: list[str] = []
-        listings: dict[str, list[Obj]] = {}
+        index = PodIndex()
         for ref in sorted(refs, key=str):
             try:
                 seen, jobs = walk.pods.get(ref, ()), walk.jobs.get(ref, ())
-                workloads[ref] = self.workload(ref, seen, jobs, listings)
+                workloads[ref] = self.workload(ref, seen, jobs, index)
             except NotFound:
                 continue
             except GuardianError as exc:

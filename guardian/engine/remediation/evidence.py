@@ -60,6 +60,7 @@ class PodVerdict:
     pod: str
     idle: bool
     why: str  # what the pod's evidence is, in a few words
+    some_idle: bool = False  # at least one of its GPUs is (a pod with j of m GPUs idle)
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class Coverage:
     @property
     def partial(self) -> bool:
         """Some of it is idle, not all: its own outcome, never a reclaim."""
-        return bool(self.idle) and not self.whole
+        return any(p.idle or p.some_idle for p in self.pods) and not self.whole
 
     def reason(self) -> str:
         """Why the root may not be reclaimed ("" when it is wholly idle)."""
@@ -99,7 +100,7 @@ class Coverage:
             parts.append("not idle: " + _names(self.other))
         if self.problem:
             parts.append(self.problem)
-        head = "partly idle" if self.idle else "not idle"
+        head = "partly idle" if self.partial else "not idle"
         return f"{head}, not reclaimed ({'; '.join(parts)})"
 
 
@@ -131,7 +132,7 @@ def _judge(pod: MemberPod, alerts: list[FiringAlert]) -> PodVerdict | None:
         return PodVerdict(pod.name, True, f"its {gpus} idle" if needed > 1 else f"{gpus} idle")
     if covered == 0:
         return PodVerdict(pod.name, False, "busy or unknown: no idle alert")
-    return PodVerdict(pod.name, False, f"{covered} of its {needed} GPUs idle")
+    return PodVerdict(pod.name, False, f"{covered} of its {needed} GPUs idle", some_idle=True)
 
 
 def coverage(ws: WorkloadState, alerts: Iterable[FiringAlert]) -> Coverage:

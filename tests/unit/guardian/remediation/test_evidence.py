@@ -125,7 +125,7 @@ SHAPES = [
         "one pod with 8 GPUs, 7 idle and 1 busy",
         _deploy(member("web-1", gpus=8)),
         [idle("web-1", u) for u in EIGHT[:7]],
-        "web-1 (7 of its 8 GPUs idle)",
+        "partly idle, not reclaimed (0 of 1 pods idle; not idle: web-1 (7 of its 8 GPUs idle))",
     ),
     Shape(
         "one pod with 8 GPUs, all idle",
@@ -262,6 +262,21 @@ def test_the_reclaim_reason_says_how_much_was_covered() -> None:
     (action,) = result.actions
     assert action.step is LadderStep.RECLAIM
     assert "all 2 pods idle" in action.reason
+
+
+@pytest.mark.parametrize(
+    ("members", "alerts", "partial"),
+    [
+        ((member("web-1"), member("web-2")), [idle("web-1")], True),
+        ((member("web-1", gpus=8),), [idle("web-1", "GPU-0")], True),
+        ((member("web-1"), member("web-2")), [], False),  # nothing idle: not partly
+        ((member("web-1"),), [idle("web-1")], False),  # all idle: whole, not partly
+    ],
+)
+def test_partly_idle_is_some_idle_part_not_all(
+    members: tuple[MemberPod, ...], alerts: list[FiringAlert], partial: bool
+) -> None:
+    assert coverage(_deploy(*members), alerts).partial is partial
 
 
 def test_partial_idleness_still_notifies_but_never_acts() -> None:
