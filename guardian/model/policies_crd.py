@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from guardian.model.policies import CLUSTER_KIND, KIND
+from guardian.model.policies import ADVICE_REASON, CLUSTER_KIND, KIND
 from guardian.model.policies_windows import WINDOW_PATTERN
 
 GROUP = "gpu-guardian.io"
@@ -42,6 +42,13 @@ RULE_SELECTOR_VALUES = (
     " : (!has(self.values) || size(self.values) == 0)"
 )
 RULE_LABEL_KEYS = f"self.all(k, k.matches('{_LABEL_KEY_PATTERN}'))"
+RULE_NO_ADVICE = (
+    "(!has(self.names) || !self.names.exists(n, n == 'GpuMemoryUnderutilized'))"
+    " && (!has(self.matchLabels) || ("
+    "(!('guardian_class' in self.matchLabels) || self.matchLabels['guardian_class'] != 'rightsize')"
+    " && (!('alertname' in self.matchLabels)"
+    " || self.matchLabels['alertname'] != 'GpuMemoryUnderutilized')))"
+)
 
 
 def _string(**extra: Any) -> Schema:
@@ -139,9 +146,8 @@ def spec_schema(cluster: bool) -> Schema:
         "priority": {"type": "integer", "default": 0, "description": "Precedence."},
         "mode": _enum(("observe", "enforce"), "observe", "observe: plan and report only."),
         # Asking for right-sizing advice (GpuMemoryUnderutilized, guardian_class
-        # rightsize) is refused by the controller's validation (status Invalid), with the
-        # file loader's words. No CEL rule yet: the test bed's API server refuses a CRD
-        # with a rule it has no Python mirror for (testbed/kubeapi/cel.py).
+        # rightsize) is refused by the API server (the CEL rule) and by the controller's
+        # validation, with the file loader's words.
         "alerts": _obj(
             {
                 "names": _strings(
@@ -158,6 +164,7 @@ def spec_schema(cluster: bool) -> Schema:
             },
             "Which alerts start the ladder.",
             default={},
+            rules=[{"rule": RULE_NO_ADVICE, "message": ADVICE_REASON}],
         ),
         "scope": _obj(
             {

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from guardian.model.policies_crd import RULE_SELECTOR_VALUES, RULE_WARN_FIRST
+from guardian.model.policies_crd import RULE_NO_ADVICE, RULE_SELECTOR_VALUES, RULE_WARN_FIRST
 
 Rule = Callable[[Any], bool]
 
@@ -30,9 +30,20 @@ def _selector_values(req: Mapping[str, Any]) -> bool:
     return values is None or len(values) == 0
 
 
+def _no_advice(alerts: Mapping[str, Any]) -> bool:
+    names = alerts.get("names") or []
+    labels = alerts.get("matchLabels") or {}
+    return (
+        "GpuMemoryUnderutilized" not in names
+        and labels.get("guardian_class") != "rightsize"
+        and labels.get("alertname") != "GpuMemoryUnderutilized"
+    )
+
+
 KNOWN: dict[str, Rule] = {
     RULE_WARN_FIRST: _warn_first,
     RULE_SELECTOR_VALUES: _selector_values,
+    RULE_NO_ADVICE: _no_advice,
 }
 
 

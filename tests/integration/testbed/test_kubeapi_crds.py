@@ -17,6 +17,7 @@ from kubernetes import client, watch
 
 from guardian.model.policies_crd import (
     RULE_LABEL_KEYS,
+    RULE_NO_ADVICE,
     RULE_SELECTOR_VALUES,
     RULE_WARN_FIRST,
     crds,
@@ -128,6 +129,23 @@ def test_the_cel_rule_runs_once_the_schema_passes(custom: client.CustomObjectsAp
         == 'Invalid value: "object": reclaim needs notify: true (we always warn before acting)'
     )
     assert create(custom, policy(ladder={"notify": False, "reclaim": False}))
+
+
+@pytest.mark.parametrize(
+    "alerts",
+    [
+        {"names": ["GpuIdle", "GpuMemoryUnderutilized"]},
+        {"matchLabels": {"guardian_class": "rightsize"}},
+    ],
+)
+def test_a_policy_asking_for_memory_advice_is_refused_by_the_api(
+    custom: client.CustomObjectsApi, alerts: dict[str, Any]
+) -> None:
+    status, body = error_of(lambda: create(custom, policy(alerts=alerts)))
+    assert status == 422
+    (cause,) = body["details"]["causes"]
+    assert cause["field"] == "spec.alerts"
+    assert "GpuMemoryUnderutilized is right-sizing advice" in cause["message"]
 
 
 def test_unknown_fields_are_pruned_or_strict(custom: client.CustomObjectsApi) -> None:
@@ -242,6 +260,20 @@ SAMPLES: list[tuple[str, dict[str, Any]]] = (
         )
         for op in ("In", "NotIn", "Exists", "DoesNotExist")
         for v in (None, [], ["a"])
+    ]
+    + [
+        (RULE_NO_ADVICE, alerts)
+        for alerts in (
+            {},
+            {"names": []},
+            {"names": ["GpuIdle"]},
+            {"names": ["GpuIdle", "GpuMemoryUnderutilized"]},
+            {"matchLabels": {}},
+            {"matchLabels": {"guardian_class": "reclaimable"}},
+            {"matchLabels": {"guardian_class": "rightsize"}},
+            {"matchLabels": {"alertname": "GpuMemoryUnderutilized"}},
+            {"names": ["GpuIdle"], "matchLabels": {"guardian_class": "violation"}},
+        )
     ]
     + [
         (RULE_LABEL_KEYS, labels)
