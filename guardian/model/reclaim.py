@@ -23,6 +23,7 @@ class FiringAlert:
     firing: bool
     group: str = ""
     value: float = 0.0
+    window: float = 0.0  # seconds the rule's expression looks back (0: unknown)
 
     @property
     def alertname(self) -> str:

@@ -119,7 +119,7 @@ class ClickActor:
                 raise PermanentError(f"an HPA scales {ref} and policy {policy.name} refuses")
             namespace = self.w.reader.namespace(ref.namespace)
             mine = [a for a in self.w.alerts() if policy_matches(policy, a, ws, namespace)]
-            covered = coverage(ws, mine)  # the ladder's rule: all of it idle, now
+            covered = coverage(ws, mine, now)  # the ladder's rule: all of it idle, now
             if not covered.whole:
                 raise PermanentError(f"{ref}: {covered.reason()}")
             return action, ws

@@ -40,6 +40,7 @@ from guardian.app.settings.config_file import load_settings
 from guardian.app.settings.remediation import RemediationSettings
 from guardian.engine.remediation import PlannerSettings, is_pipeline
 from guardian.engine.rules.group_eval import CompiledGroup
+from guardian.engine.rules.lookback import lookback_seconds
 from guardian.model.alerts import AlertState
 from guardian.model.reclaim import FiringAlert
 from guardian.model.shared_episode import SharedEpisode
@@ -59,6 +60,7 @@ def command_credentials(
 
 def engine_alerts(engine: RuleEngine) -> Callable[[], list[FiringAlert]]:
     def alerts() -> list[FiringAlert]:
+        windows = _windows(engine.groups)  # groups change on a reload
         return [
             FiringAlert(
                 a.alert.labels,
@@ -66,11 +68,23 @@ def engine_alerts(engine: RuleEngine) -> Callable[[], list[FiringAlert]]:
                 a.alert.state is AlertState.FIRING,
                 group=a.group,
                 value=a.alert.value,
+                window=windows.get((a.group, a.rule), 0.0),
             )
             for a in engine.active_alerts()
         ]
 
     return alerts
+
+
+def _windows(groups: Sequence[CompiledGroup]) -> dict[tuple[str, str], float]:
+    """(group, rule) -> how far back the rule looks: what its alerts' evidence covers.
+    Rules of one name in a group keep the shortest window (the weakest claim)."""
+    windows: dict[tuple[str, str], float] = {}
+    for group in groups:
+        for _key, compiled in group.rules:
+            key, seconds = (group.name, compiled.rule.name), lookback_seconds(compiled.rule.expr)
+            windows[key] = min(windows.get(key, seconds), seconds)
+    return windows
 
 
 def pipeline_group_names(groups: Sequence[CompiledGroup]) -> tuple[str, ...]:

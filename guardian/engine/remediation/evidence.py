@@ -6,8 +6,10 @@ from the API, not from the alerts):
 
 - every pod that holds a GPU is Running and not terminating (a Pending pod is waiting, not
   idle; a terminating one may be replaced);
-- each such pod is older than the alerts about it (an alert that began before the pod was
-  created is about an earlier pod of the same name);
+- each such pod is the one the alerts about it mean: the alert's ``pod_uid`` is its UID or,
+  where the series carry none, the pod is older than the alert and than the window the
+  rule looks back over (else the evidence is, at least partly, about an earlier pod of the
+  same name);
 - every GPU it holds is covered by a firing alert the governing policy reclaims on, told
   apart by the alert's GPU (``uuid``, dcgm-exporter's ``UUID``, else node and ``gpu``).
 
@@ -110,7 +112,21 @@ def _names(verdicts: Iterable[PodVerdict]) -> str:
     return text + (f" and {len(shown) - _SHOWN} more" if len(shown) > _SHOWN else "")
 
 
-def _judge(pod: MemberPod, alerts: list[FiringAlert]) -> PodVerdict | None:
+def _not_about(pod: MemberPod, alert: FiringAlert, now: float) -> str:
+    """Why ``alert`` is not evidence about ``pod`` ("" when it is)."""
+    uid = alert.labels.get("pod_uid", "")
+    if uid and pod.uid:
+        return "" if uid == pod.uid else f"its alerts are about pod UID {uid}"
+    created = rfc3339(pod.created_at)
+    if alert.active_at < pod.created_at:
+        return f"created {created}, after its alerts began"
+    if alert.window and pod.created_at > now - alert.window:
+        # Without a pod UID the window may hold an earlier pod of the same name.
+        return f"created {created}, inside the {alert.window / 60:g}m its alerts look back over"
+    return ""
+
+
+def _judge(pod: MemberPod, alerts: list[FiringAlert], now: float) -> PodVerdict | None:
     """One pod's evidence; None for a pod that holds no GPU and has no alert."""
     if pod.phase in _DONE:
         return None  # a finished pod holds nothing any more
@@ -119,10 +135,10 @@ def _judge(pod: MemberPod, alerts: list[FiringAlert]) -> PodVerdict | None:
         return PodVerdict(pod.name, False, "terminating")
     if pod.phase != "Running":
         return None if held == 0 else PodVerdict(pod.name, False, pod.phase or "phase unknown")
-    current = [a for a in alerts if a.active_at >= pod.created_at]
-    if alerts and not current:
-        created = rfc3339(pod.created_at)
-        return PodVerdict(pod.name, False, f"created {created}, after its alerts began")
+    checked = [(a, _not_about(pod, a, now)) for a in alerts]
+    current = [a for a, why in checked if not why]
+    if checked and not current:
+        return PodVerdict(pod.name, False, checked[0][1])
     if held == 0 and not current:
         return None
     devices = {_device(a.labels) for a in current}
@@ -135,8 +151,9 @@ def _judge(pod: MemberPod, alerts: list[FiringAlert]) -> PodVerdict | None:
     return PodVerdict(pod.name, False, f"{covered} of its {needed} GPUs idle", some_idle=True)
 
 
-def coverage(ws: WorkloadState, alerts: Iterable[FiringAlert]) -> Coverage:
-    """How much of ``ws`` the firing ``alerts`` (the governing policy's) show idle."""
+def coverage(ws: WorkloadState, alerts: Iterable[FiringAlert], now: float) -> Coverage:
+    """How much of ``ws`` the firing ``alerts`` (the governing policy's) show idle at
+    ``now``."""
     if ws.members is None:
         return Coverage((), "the workload's pods could not be read")
     by_pod: defaultdict[str, list[FiringAlert]] = defaultdict(list)
@@ -146,7 +163,7 @@ def coverage(ws: WorkloadState, alerts: Iterable[FiringAlert]) -> Coverage:
     verdicts = [
         v
         for m in sorted(ws.members, key=lambda m: m.name)
-        if (v := _judge(m, by_pod.get(m.name, []))) is not None
+        if (v := _judge(m, by_pod.get(m.name, []), now)) is not None
     ]
     problem = "" if verdicts else "none of its pods holds a GPU the alerts are about"
     return Coverage(tuple(verdicts), problem)

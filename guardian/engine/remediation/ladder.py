@@ -302,7 +302,7 @@ class _Planner:
         self, c: _Candidate, reason: str, notified: float, done: dict[LadderStep, float]
     ) -> None:
         # The evidence must cover the whole root before anything asks it to stop.
-        covered = coverage(c.ws, c.matched)
+        covered = coverage(c.ws, c.matched, self.now)
         if not covered.whole:
             held = c.wait(covered.reason())
             self.waits.append(dataclasses.replace(held, partly_idle=covered.partial))

@@ -3,6 +3,7 @@ API errors, auto-restore on exclude, and the notifier's durable cursor."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -268,3 +269,25 @@ def test_a_deployment_with_one_busy_replica_is_never_scaled_down(
     loop.alerts = lambda: [ALERT, second]
     run(loop, 6)
     assert kube.get("Deployment", "train", "ml")["spec"]["replicas"] == 0
+
+
+@pytest.mark.usefixtures("seeded")
+def test_a_pod_recreated_under_its_name_mid_grace_is_not_the_idle_one(
+    kube: FakeKubeAPI, reader: KubeReader, executor: Executor, tmp_path: Path, kube_clock: Any
+) -> None:
+    # Issue #28: series without pod_uid; the pod deleted and created again with the same
+    # name during the grace period; its Deployment was reclaimed on the old pod's alert.
+    loop, ledger = make_loop(reader, executor, tmp_path)
+    run(loop, 0)  # notified
+    old = kube.get("Pod", "train-1", "ml")
+    kube.delete("Pod", "train-1", "ml")
+    kube_clock.now = datetime.fromtimestamp(NOW + 60, tz=UTC)
+    kube.create(b.pod("train-1", "ml", node="n1", owners=old["metadata"]["ownerReferences"]))
+    run(loop, 1, 2, 3, 4)
+    assert kube.get("Deployment", "train", "ml")["spec"]["replicas"] == 2
+    refused = [e.reason for e in ledger.all_events() if e.outcome is StepOutcome.REFUSED]
+    recreated = (
+        "not idle, not reclaimed (0 of 1 pods idle; not idle: train-1 "
+        "(created 2023-11-14T22:14:20Z, after its alerts began))"
+    )
+    assert refused == [recreated]

@@ -230,7 +230,7 @@ SHAPES = [
 def test_a_root_is_reclaimed_only_when_the_evidence_covers_all_of_it(shape: Shape) -> None:
     ws = shape.ws
     if ws.members is None:  # the factory snapshot fills in members it is not given
-        got = coverage(ws, shape.alerts).reason()
+        got = coverage(ws, shape.alerts, NOW).reason()
         assert shape.expect in got
         return
     got = _outcome(_plan(ws, shape.alerts), ws.ref)
@@ -276,7 +276,56 @@ def test_the_reclaim_reason_says_how_much_was_covered() -> None:
 def test_partly_idle_is_some_idle_part_not_all(
     members: tuple[MemberPod, ...], alerts: list[FiringAlert], partial: bool
 ) -> None:
-    assert coverage(_deploy(*members), alerts).partial is partial
+    assert coverage(_deploy(*members), alerts, NOW).partial is partial
+
+
+WINDOW = 1920.0  # GpuIdle's: 30m of 2m rates
+RECENT = NOW - 600  # an alert that began ten minutes ago
+
+
+def windowed(pod: str, active_at: float = ACTIVE, window: float = WINDOW, **labels: str):
+    plain = idle(pod, **labels)
+    return FiringAlert(plain.labels, active_at, True, plain.group, window=window)
+
+
+@pytest.mark.parametrize(
+    ("pod", "alert", "idle_"),
+    [
+        # Older than the alert and than its whole window: evidence about it.
+        (member("web-1", created_at=ACTIVE - WINDOW), windowed("web-1"), True),
+        # Recreated under the same name after the alert began (issue #28's shape).
+        (member("web-1", created_at=ACTIVE + 60), windowed("web-1"), False),
+        # Created before a recent alert, but inside the window it looks back over: the
+        # window's start may be an earlier pod of that name (no pod_uid to tell).
+        (member("web-1", created_at=RECENT - 300), windowed("web-1", RECENT), False),
+        # ... and once the window no longer reaches before it, it is all about this pod.
+        (member("web-1", created_at=NOW - WINDOW - 1), windowed("web-1", RECENT), True),
+        # With pod_uid the series are this pod's own: the window does not matter.
+        (
+            member("web-1", created_at=RECENT - 300),
+            windowed("web-1", RECENT, pod_uid="uid-web-1"),
+            True,
+        ),
+        (member("web-1"), windowed("web-1", pod_uid="uid-other"), False),
+        # No window known (an external alert source): only "older than the alert".
+        (member("web-1", created_at=RECENT - 300), windowed("web-1", RECENT, 0.0), True),
+    ],
+    ids=["old", "after-alert", "inside-window", "after-window", "uid", "other-uid", "no-window"],
+)
+def test_evidence_is_about_this_pod_only_when_it_can_be(
+    pod: MemberPod, alert: FiringAlert, idle_: bool
+) -> None:
+    got = coverage(_deploy(pod), [alert], NOW)
+    assert got.whole is idle_, got.reason()
+
+
+def test_the_reason_says_why_an_alert_is_about_another_pod() -> None:
+    young = member("web-1", created_at=RECENT - 300)
+    assert "inside the 32m its alerts look back over" in (
+        coverage(_deploy(young), [windowed("web-1", RECENT)], NOW).reason()
+    )
+    other = coverage(_deploy(member("web-1")), [windowed("web-1", pod_uid="u2")], NOW)
+    assert "its alerts are about pod UID u2" in other.reason()
 
 
 def test_partial_idleness_still_notifies_but_never_acts() -> None:
