@@ -26,23 +26,25 @@ from guardian_common.errors import GuardianError
 
 logger = logging.getLogger(__name__)
 
-# Every series a cluster's Prometheus scrapes has ``up``; with the exporter's
-# --cluster-name or metric relabelling only the exporters' series carry ``cluster``.
+# The clusters whose GPU exporters the endpoint holds: what alerts are computed from.
+# Not ``up``: with the exporter's --cluster-name only the exporters' series carry
+# ``cluster``, and Prometheus's other targets would then look like a second, unnamed one.
 SERVED_CLUSTERS_QUERY = (
-    f'count by ({CLUSTER_LABEL}) ({{__name__=~"up|guardian_exporter_nvml_up|DCGM_FI_DEV_FB_USED"}})'
+    f'count by ({CLUSTER_LABEL}) ({{__name__=~"guardian_exporter_nvml_up|DCGM_FI_DEV_FB_USED"}})'
 )
 
 SourceClusters = Callable[[float], frozenset[str]]  # at an evaluation time; may raise
 
 
 def served_clusters(query: Callable[[str, float], QueryResult]) -> SourceClusters:
-    """The named clusters the query endpoint holds series of, at ``ts``."""
+    """The clusters the query endpoint holds series of, at ``ts``; "" for series without
+    a ``cluster`` label (an unlabelled cluster counts as one of its own)."""
 
     def clusters(ts: float) -> frozenset[str]:
         result = query(SERVED_CLUSTERS_QUERY, ts)
         if result.partial:
             raise GuardianError("partial response: some stores did not answer")
-        return frozenset(s.labels.get(CLUSTER_LABEL, "") for s in result.samples) - {""}
+        return frozenset(s.labels.get(CLUSTER_LABEL, "") for s in result.samples)
 
     return clusters
 

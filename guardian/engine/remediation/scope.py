@@ -4,11 +4,13 @@ One query endpoint (a Thanos) may serve several clusters, and workload and pod n
 repeat across clusters, so an alert from another cluster would resolve to a same-named
 pod in ours. The ``cluster`` label decides:
 
+- series without ``cluster`` count as a cluster of their own (the unnamed one): one
+  endpoint may hold an unlabelled cluster beside labelled ones;
 - the controller's own cluster (``remediation.cluster``, else ``external_labels.cluster``)
   acts on alerts with that ``cluster``, and on alerts without one only while the source
-  serves no other cluster;
+  serves no other cluster: no other name, and no unlabelled series beside its own name;
 - a controller that does not know its cluster acts only while the source serves at most
-  one cluster;
+  one cluster, the unnamed one counted;
 - an alert of another cluster is never acted on.
 
 Then the pod an alert names, as read from the cluster, must be the pod the evidence is
@@ -50,19 +52,20 @@ class RefusedAlert:
 
 @dataclass(frozen=True)
 class ClusterScope:
-    """This controller's cluster ("": not configured) and the clusters the source serves
-    (None: they could not be read, ``error`` says why)."""
+    """This controller's cluster ("": not configured) and the clusters the source serves,
+    "" for series without ``cluster`` (None: they could not be read, ``error`` says why)."""
 
     own: str = ""
     served: frozenset[str] | None = frozenset()
     error: str = ""
 
     def with_alerts(self, alerts: Iterable[FiringAlert]) -> ClusterScope:
-        """The served clusters, also counting those the alerts themselves name."""
+        """The served clusters, also counting those the alerts themselves are about (an
+        alert without ``cluster`` was computed from unlabelled series)."""
         if self.served is None:
             return self
-        named = {a.labels.get(CLUSTER_LABEL, "") for a in alerts}
-        return ClusterScope(self.own, frozenset((self.served | named) - {""}), self.error)
+        named = {a.labels.get(CLUSTER_LABEL, "") for a in alerts if not is_pipeline(a.labels)}
+        return ClusterScope(self.own, frozenset(self.served | named), self.error)
 
     def refusal(self, labels: Mapping[str, str]) -> tuple[Refusal, str] | None:
         """Why an alert with ``labels`` is not ours to act on, or None."""
@@ -79,18 +82,28 @@ class ClusterScope:
                 f"cannot tell which clusters the source serves ({self.error or 'unknown'}), "
                 f"so {_named(cluster)} may belong to another cluster"
             )
-        others = sorted(self.served - {own})
-        if own and others:
+        names = self.served - {""}
+        if own and names - {own}:
             return Refusal.MISSING_CLUSTER, (
                 f"the alert has no cluster label and the source serves clusters "
-                f"{', '.join(sorted(self.served | {own}))}: it may be another cluster's"
+                f"{_listed(names | {own})}: it may be another cluster's"
+            )
+        if own and own in names and "" in self.served:
+            return Refusal.MISSING_CLUSTER, (
+                f"the alert has no cluster label and the source serves cluster {own} and "
+                "series without a cluster label: it may be another cluster's"
             )
         if not own and len(self.served) > 1:
             return Refusal.CLUSTER_NOT_SET, (
-                f"the source serves clusters {', '.join(others)} and this controller's cluster "
-                "is not set (remediation.cluster, or external_labels.cluster)"
+                f"the source serves clusters {_listed(self.served)} and this controller's "
+                "cluster is not set (remediation.cluster, or external_labels.cluster)"
             )
         return None
+
+
+def _listed(clusters: Iterable[str]) -> str:
+    """Cluster names for a message; the unlabelled one says so."""
+    return ", ".join(c or "(series without a cluster label)" for c in sorted(clusters))
 
 
 def _named(cluster: str) -> str:

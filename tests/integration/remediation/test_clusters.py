@@ -48,19 +48,29 @@ BUSY = WorkloadRef("apps/v1", "Deployment", "ml", "busy-serve")
 IDLE = WorkloadRef("apps/v1", "Deployment", "ml", "idle-train")
 
 
-def two_clusters(*, pod_uids: dict[str, str] | None = None) -> str:
-    """The history a Thanos with external label ``cluster`` holds for both clusters."""
+def two_clusters(
+    *, pod_uids: dict[str, str] | None = None, unlabelled: frozenset[str] = frozenset()
+) -> str:
+    """The history a Thanos with external label ``cluster`` holds for both clusters
+    (``unlabelled``: clusters whose Prometheus sets no such label)."""
+
+    def named(labels: dict[str, str]) -> dict[str, str]:
+        drop = labels["cluster"] in unlabelled
+        return {k: v for k, v in labels.items() if k != "cluster" or not drop}
+
     samples: list[Sample] = []
     for i in range(MINUTES):
         ts = at(i)
         for cluster in ("a", "b"):
-            target = {"cluster": cluster, "job": "gpu-guardian-exporter", "instance": "x:9835"}
+            target = named(
+                {"cluster": cluster, "job": "gpu-guardian-exporter", "instance": "x:9835"}
+            )
             samples.append(Sample("up", target, ts, 1.0))
             node = {**target, "node": "n1"}
             samples.append(Sample("guardian_exporter_nvml_up", node, ts, 1.0))
             samples.append(Sample("guardian_exporter_last_success_timestamp_seconds", node, ts, ts))
         for cluster, ns, _workload, pod, node_name, uuid, util in GPUS:
-            gpu = {"cluster": cluster, "node": node_name, "uuid": uuid, "gpu": "0"}
+            gpu = named({"cluster": cluster, "node": node_name, "uuid": uuid, "gpu": "0"})
             samples.append(Sample("guardian_gpu_utilization_ratio", gpu, ts, util))
             alloc = {**gpu, "namespace": ns, "pod": pod, "container": "main", "gpu_group": "g"}
             uid = (pod_uids or {}).get(f"{cluster}/{pod}")
@@ -141,6 +151,29 @@ def test_cluster_b_idleness_never_scales_cluster_a(stage: Stage, kube: FakeKubeA
     assert set(refused) == {("a", "idle-train-abc-1"), ("b", "busy-serve-abc-1")}
     assert "serves clusters a, b" in refused[("b", "busy-serve-abc-1")]["reason"]
     assert "remediation.cluster" in refused[("b", "busy-serve-abc-1")]["reason"]
+
+
+@pytest.mark.timeout(180)
+def test_an_unlabelled_cluster_beside_a_labelled_one_is_a_cluster_too(
+    stage: Stage, kube: FakeKubeAPI
+) -> None:
+    """Issue #28: cluster a unlabelled (external_labels on b only), the same names in
+    both, no cluster configured: a's busy Deployment was scaled 3 -> 0 on b's idle alert,
+    as the unlabelled cluster was not counted. Now the source serves two clusters."""
+    ctl = stage.controller(two_clusters(unlabelled=frozenset({"a"})))
+    run_ladder(ctl)
+
+    assert replicas(kube, BUSY) == 3
+    assert replicas(kube, IDLE) == 3
+    assert not kube.requests(verb="patch")
+    refused = {
+        (r["labels"].get("cluster", ""), r["labels"]["pod"]): r
+        for r in build_status(ctl.parts.ledger).refused
+    }
+    assert set(refused) == {("", "idle-train-abc-1"), ("b", "busy-serve-abc-1")}
+    reason = refused[("b", "busy-serve-abc-1")]["reason"]
+    assert "serves clusters (series without a cluster label), b" in reason
+    assert "remediation.cluster" in reason
 
 
 @pytest.mark.timeout(180)

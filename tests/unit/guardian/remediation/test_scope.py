@@ -34,11 +34,19 @@ def _kinds(alerts: list[FiringAlert], scope: ClusterScope) -> list[str]:
     [
         # A controller of cluster a.
         ("a", {"a", "b"}, ["a", "b", None], ["ok", "foreign_cluster", "missing_cluster"]),
-        ("a", {"a"}, ["a", None], ["ok", "ok"]),
+        ("a", {"a"}, ["a"], ["ok"]),
+        # Unlabelled series are a cluster of their own (issue #28: cluster A unlabelled
+        # beside B labelled): an alert without cluster may be theirs.
+        ("a", {"a"}, ["a", None], ["ok", "missing_cluster"]),
+        ("a", {"", "a"}, ["a", None], ["ok", "missing_cluster"]),
+        ("a", {""}, [None], ["ok"]),  # one unlabelled cluster, ours by configuration
         ("a", set(), [None], ["ok"]),  # no cluster anywhere: one unnamed cluster
         ("a", {"b"}, [None], ["missing_cluster"]),  # the source serves only another
         # A controller that does not know its cluster.
-        ("", {"a"}, ["a", None], ["ok", "ok"]),
+        ("", {"a"}, ["a"], ["ok"]),
+        ("", {"a"}, ["a", None], ["cluster_not_set"] * 2),
+        ("", {"", "b"}, [None], ["cluster_not_set"]),  # A unlabelled, B named
+        ("", {""}, [None], ["ok"]),
         ("", set(), [None], ["ok"]),
         ("", {"a", "b"}, ["a", "b", None], ["cluster_not_set"] * 3),
         # The served clusters also count those the alerts name (up without cluster).
