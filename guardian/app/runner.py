@@ -33,7 +33,7 @@ from guardian.app.rules.build import (
 from guardian.app.rules.scheduler import GroupScheduler
 from guardian.app.rules.thread_fan_out import ThreadFanOut
 from guardian.app.settings.config_file import Settings, load_settings
-from guardian.engine.rules.alerting import TemplateEnv
+from guardian.engine.rules.compiled import TemplateEnv
 from guardian_common.errors import ConfigError
 
 logger = logging.getLogger(__name__)

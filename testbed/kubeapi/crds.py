@@ -11,11 +11,10 @@ stops serving the kind (its objects stay in the store, unreachable, as a test fa
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from testbed.kubeapi import errors
-from testbed.kubeapi.resources import ResourceRegistry, ResourceType
+from testbed.kubeapi.resources import CrdInfo, ResourceRegistry, ResourceType
 from testbed.kubeapi.schema import (
     FIELD_VALIDATION,
     Findings,
@@ -25,14 +24,6 @@ from testbed.kubeapi.schema import (
 )
 
 CRD_KIND = ("apiextensions.k8s.io", "CustomResourceDefinition")
-
-
-@dataclass(eq=False)
-class CrdInfo:
-    """What a CRD says about its kind; updated in place when the CRD changes."""
-
-    schema: dict[str, Any] = field(default_factory=dict)
-    columns: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _served_version(crd: Mapping[str, Any]) -> Mapping[str, Any]:

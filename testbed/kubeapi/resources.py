@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from testbed.kubeapi.crds import CrdInfo
+from typing import Any
 
 _READ_VERBS = ("get", "list", "watch")
+
+
+@dataclass(eq=False)
+class CrdInfo:
+    """What a CRD says about its kind (crds.py keeps it current as the CRD changes)."""
+
+    schema: dict[str, Any] = field(default_factory=dict)
+    columns: list[dict[str, Any]] = field(default_factory=list)
+
+
 _ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 
 

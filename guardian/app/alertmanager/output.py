@@ -23,7 +23,7 @@ from guardian.engine.alertmanager.sending import (
     SentRecord,
     plan_sends,
 )
-from guardian.engine.rules.alerting import CompiledAlertingRule
+from guardian.engine.rules.compiled import CompiledAlertingRule
 from guardian.model.alerts import GroupEvaluation
 
 logger = logging.getLogger(__name__)

@@ -38,13 +38,8 @@ from guardian.engine.promtest.compare import (
 )
 from guardian.engine.promtest.model import TestGroup
 from guardian.engine.rules.alert_series import build_alert_series, stale_series
-from guardian.engine.rules.alerting import (
-    ActiveMap,
-    CompiledAlertingRule,
-    TemplateEnv,
-    evaluate_alerting_rule,
-    query_text,
-)
+from guardian.engine.rules.alerting import ActiveMap, evaluate_alerting_rule
+from guardian.engine.rules.compiled import CompiledAlertingRule, TemplateEnv, query_text
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.engine.templates import QuerySample
 from guardian.model.alerts import AlertState, EvaluationHealth

@@ -22,7 +22,7 @@ from guardian.app.rules.shard_values import LabelValuesCache
 from guardian.app.rules.thread_fan_out import ThreadFanOut
 from guardian.app.settings.clients import RemoteWriteSettings
 from guardian.app.settings.config_file import Settings
-from guardian.engine.rules.alerting import TemplateEnv
+from guardian.engine.rules.compiled import TemplateEnv
 from guardian.engine.rules.for_state import RestorePolicy
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.engine.rules.loader import parse_rule_file

@@ -28,7 +28,7 @@ from guardian.adapters.remote_write import RemoteWriteClient
 from guardian.app.rules.for_state_gather import MAX_ATTEMPTS, ForStateRestorer, PendingRestore
 from guardian.app.rules.metrics import EngineMetrics
 from guardian.engine.rules.alert_series import build_alert_series, stale_series
-from guardian.engine.rules.alerting import TemplateEnv
+from guardian.engine.rules.compiled import TemplateEnv
 from guardian.engine.rules.fan_out import FanOut, in_order
 from guardian.engine.rules.for_state import RestorePolicy, restore_for_state, series_sample
 from guardian.engine.rules.group_eval import CompiledGroup, GroupState, evaluate_group

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from guardian.app.history.fetch import Chunk, RangeFetcher, plan_chunks
 from guardian.app.history.progress import NoProgress, Progress
-from guardian.engine.rules.alerting import TemplateEnv
+from guardian.engine.rules.compiled import TemplateEnv
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.engine.rules.slots import slot_at_or_before
 from guardian.engine.simulate.ladder_replay import group_health

@@ -33,7 +33,7 @@ from guardian.app.simulate.alert_timeline import Timeline, TimelineBuilder, Time
 from guardian.app.simulate.reclaimed_usage import UsageCache, UsageQuery
 from guardian.app.simulate.workloads import Workloads, from_cluster, from_series
 from guardian.engine.remediation import PlannerSettings, is_pipeline
-from guardian.engine.rules.alerting import TemplateEnv
+from guardian.engine.rules.compiled import TemplateEnv
 from guardian.engine.simulate.ladder_replay import (
     HOLD_PREFIX,
     LadderReplay,

@@ -15,24 +15,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
-from typing import TYPE_CHECKING
 
+from guardian.engine.rules.compiled import (
+    CompiledAlertingRule,
+    MemoEntry,
+    QueryLog,
+    TemplateEnv,
+    TemplateQuery,
+)
 from guardian.engine.rules.fan_out import FanOut, in_order
 from guardian.engine.templates import QuerySample, Template, TemplateContext
 from guardian.model.labels import LabelSet
 from guardian.model.query import PromSample, QueryResult
 
-if TYPE_CHECKING:
-    from guardian.engine.rules.alerting import (
-        CompiledAlertingRule,
-        MemoEntry,
-        QueryLog,
-        TemplateEnv,
-        TemplateQuery,
-    )
-
 Fetched = dict[str, Sequence[QuerySample] | Exception]
-Expansion = tuple[LabelSet, LabelSet, "QueryLog"]  # alert labels, annotations, queries made
+Expansion = tuple[LabelSet, LabelSet, QueryLog]  # alert labels, annotations, queries made
 
 
 def same_value(a: float, b: float) -> bool:

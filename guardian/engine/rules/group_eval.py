@@ -15,13 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 
-from guardian.engine.rules.alerting import (
-    ActiveMap,
-    CompiledAlertingRule,
-    RuleStep,
-    TemplateEnv,
-    evaluate_alerting_rule,
-)
+from guardian.engine.rules.alerting import ActiveMap, RuleStep, evaluate_alerting_rule
+from guardian.engine.rules.compiled import CompiledAlertingRule, TemplateEnv
 from guardian.engine.rules.fan_out import FanOut, in_order
 from guardian.engine.rules.sharding import QueryFn, Sharding, sharded_query
 from guardian.engine.templates import QuerySample

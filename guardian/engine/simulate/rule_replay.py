@@ -15,11 +15,8 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from guardian.engine.rules.alerting import (
-    CompiledAlertingRule,
-    TemplateEnv,
-    evaluate_alerting_rule,
-)
+from guardian.engine.rules.alerting import evaluate_alerting_rule
+from guardian.engine.rules.compiled import CompiledAlertingRule, TemplateEnv
 from guardian.engine.rules.expansion import expand_sample
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.engine.templates import QuerySample

@@ -70,7 +70,7 @@ def make_engine(
     from guardian.adapters.alert_store import AlertStore
     from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
     from guardian.app.rules.runtime import RuleEngine
-    from guardian.engine.rules.alerting import TemplateEnv
+    from guardian.engine.rules.compiled import TemplateEnv
     from guardian.model.http_client import HttpClientConfig
 
     querier = PrometheusQuerier(PrometheusAccess(HttpClientConfig(url, timeout=timeout)))

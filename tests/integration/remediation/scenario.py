@@ -25,7 +25,7 @@ from guardian.app.remediation.build import (
 from guardian.app.remediation.clusters import served_clusters
 from guardian.app.rules.runtime import RuleEngine
 from guardian.app.settings.remediation import LeaderElectionSettings, RemediationSettings
-from guardian.engine.rules.alerting import TemplateEnv
+from guardian.engine.rules.compiled import TemplateEnv
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.engine.rules.loader import parse_rule_file
 from guardian.model.http_client import HttpClientConfig

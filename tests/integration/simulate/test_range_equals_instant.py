@@ -23,7 +23,7 @@ from guardian.app.promtest.file_run import load_groups, resolve_rule_files
 from guardian.app.promtest.group_prometheus import start_test_prometheus
 from guardian.app.simulate.alert_timeline import TimelineBuilder, TimelineRequest, group_slots
 from guardian.engine.promtest.model import parse_test_file
-from guardian.engine.rules.alerting import TemplateEnv
+from guardian.engine.rules.compiled import TemplateEnv
 from guardian.engine.rules.group_eval import CompiledGroup, evaluate_group
 from guardian.engine.rules.loader import parse_rule_file
 from guardian.model.alerts import AlertTransition

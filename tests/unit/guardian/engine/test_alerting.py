@@ -18,10 +18,9 @@ from guardian.engine.rules import expansion
 from guardian.engine.rules.alerting import (
     COLLISION_ERROR,
     RESOLVED_RETENTION_SECONDS,
-    CompiledAlertingRule,
-    TemplateEnv,
     evaluate_alerting_rule,
 )
+from guardian.engine.rules.compiled import CompiledAlertingRule, TemplateEnv
 from guardian.engine.templates import QuerySample
 from guardian.model.alerts import Alert, AlertState, EvaluationHealth, TransitionKind
 from guardian.model.labels import LabelSet

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from guardian.engine.rules.alerting import TemplateEnv
+from guardian.engine.rules.compiled import TemplateEnv
 from guardian.engine.rules.group_eval import CompiledGroup, evaluate_group
 from guardian.engine.simulate.rule_replay import GroupReplay
 from guardian.model.labels import LabelSet
