@@ -38,7 +38,7 @@ from guardian.engine.promtest.compare import (
 )
 from guardian.engine.promtest.model import TestGroup
 from guardian.engine.rules.alert_series import build_alert_series, stale_series
-from guardian.engine.rules.alerting import ActiveMap, evaluate_alerting_rule
+from guardian.engine.rules.alerting import ActiveMap, RuleContext, evaluate_alerting_rule
 from guardian.engine.rules.compiled import CompiledAlertingRule, TemplateEnv, query_text
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.engine.templates import QuerySample
@@ -201,16 +201,8 @@ class GroupRun:
             result = self.querier.query(expr, ts)
             return [QuerySample(s.labels.to_dict(), s.value) for s in result.samples]
 
-        step = evaluate_alerting_rule(
-            compiled,
-            state.active,
-            answer,
-            ts,
-            group=group.name,
-            limit=group.group.limit,
-            env=env,
-            query=template_query,
-        )
+        context = RuleContext(group.name, group.group.limit, env, template_query)
+        step = evaluate_alerting_rule(compiled, state.active, answer, ts, context)
         state.active = step.active
         if step.outcome.health is not EvaluationHealth.OK:
             return step.outcome.error or step.outcome.health.value

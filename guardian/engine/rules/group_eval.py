@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 
-from guardian.engine.rules.alerting import ActiveMap, RuleStep, evaluate_alerting_rule
+from guardian.engine.rules.alerting import ActiveMap, RuleContext, RuleStep, evaluate_alerting_rule
 from guardian.engine.rules.compiled import CompiledAlertingRule, TemplateEnv
 from guardian.engine.rules.fan_out import FanOut, in_order
 from guardian.engine.rules.sharding import QueryFn, Sharding, sharded_query
@@ -85,17 +85,8 @@ def evaluate_group(
         except Exception as exc:  # per rule: the others are still evaluated
             logger.warning("rule %s in group %s failed: %s", rule.rule.name, compiled.name, exc)
             answer = exc
-        step = evaluate_alerting_rule(
-            rule,
-            state.get(key, {}),
-            answer,
-            ts,
-            group=compiled.name,
-            limit=compiled.group.limit,
-            env=env,
-            query=template_query,
-            fan_out=fan_out,
-        )
+        context = RuleContext(compiled.name, compiled.group.limit, env, template_query, fan_out)
+        step = evaluate_alerting_rule(rule, state.get(key, {}), answer, ts, context)
         if monotonic is None:
             return step
         outcome = dataclasses.replace(step.outcome, duration_seconds=monotonic() - started)

@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from guardian.engine.rules.alerting import evaluate_alerting_rule
+from guardian.engine.rules.alerting import RuleContext, evaluate_alerting_rule
 from guardian.engine.rules.compiled import CompiledAlertingRule, TemplateEnv
 from guardian.engine.rules.expansion import expand_sample
 from guardian.engine.rules.group_eval import CompiledGroup
@@ -105,16 +105,10 @@ class GroupReplay:
             if steady is not None:
                 outcomes.append(steady)
                 continue
-            result = evaluate_alerting_rule(
-                rule.lean,
-                rule.active,
-                answer,
-                ts,
-                group=self.compiled.name,
-                limit=self.compiled.group.limit,
-                env=self.env,
-                query=template_query,
+            context = RuleContext(
+                self.compiled.name, self.compiled.group.limit, self.env, template_query
             )
+            result = evaluate_alerting_rule(rule.lean, rule.active, answer, ts, context)
             if result.outcome.health is EvaluationHealth.OK and isinstance(answer, QueryResult):
                 self._remember(rule, answer, ts, template_query)
             rule.active = result.active

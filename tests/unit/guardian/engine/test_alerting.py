@@ -18,6 +18,7 @@ from guardian.engine.rules import expansion
 from guardian.engine.rules.alerting import (
     COLLISION_ERROR,
     RESOLVED_RETENTION_SECONDS,
+    RuleContext,
     evaluate_alerting_rule,
 )
 from guardian.engine.rules.compiled import CompiledAlertingRule, TemplateEnv
@@ -61,7 +62,11 @@ def _run(rule: AlertingRule, steps: Sequence[Step], *, limit: int = 0, step_s: f
     for index, step in enumerate(steps):
         ts = T0 + index * step_s
         result = evaluate_alerting_rule(
-            compiled, active, _answer(step.present, step.values), ts, group="g", limit=limit
+            compiled,
+            active,
+            _answer(step.present, step.values),
+            ts,
+            RuleContext(group="g", limit=limit),
         )
         active = result.active
         got = {a.labels["instance"]: a.state.value for a in active.values()}
@@ -186,11 +191,17 @@ def test_outage_does_not_reset_pending_timer() -> None:
 def test_limit_clears_every_alert_and_fails() -> None:
     rule = AlertingRule("A", "m")
     compiled = CompiledAlertingRule.compile(rule)
-    first = evaluate_alerting_rule(compiled, {}, _answer(["a"], {}), T0, group="g", limit=2)
+    first = evaluate_alerting_rule(
+        compiled, {}, _answer(["a"], {}), T0, RuleContext(group="g", limit=2)
+    )
     assert len(first.active) == 1
 
     over = evaluate_alerting_rule(
-        compiled, first.active, _answer(["a", "b", "c"], {}), T0 + 60, group="g", limit=2
+        compiled,
+        first.active,
+        _answer(["a", "b", "c"], {}),
+        T0 + 60,
+        RuleContext(group="g", limit=2),
     )
 
     assert over.active == {}
@@ -204,7 +215,7 @@ def test_limit_clears_every_alert_and_fails() -> None:
     assert not over.transitions[0].evidence.health.actionable
 
     within = evaluate_alerting_rule(
-        compiled, {}, _answer(["a", "b"], {}), T0 + 120, group="g", limit=2
+        compiled, {}, _answer(["a", "b"], {}), T0 + 120, RuleContext(group="g", limit=2)
     )
     assert within.outcome.health is EvaluationHealth.OK
     assert len(within.active) == 2
@@ -213,9 +224,11 @@ def test_limit_clears_every_alert_and_fails() -> None:
 def test_limit_counts_kept_firing_alerts() -> None:
     rule = AlertingRule("A", "m", keep_firing_for_seconds=600)
     compiled = CompiledAlertingRule.compile(rule)
-    step = evaluate_alerting_rule(compiled, {}, _answer(["a"], {}), T0, group="g", limit=1)
     step = evaluate_alerting_rule(
-        compiled, step.active, _answer(["b"], {}), T0 + 60, group="g", limit=1
+        compiled, {}, _answer(["a"], {}), T0, RuleContext(group="g", limit=1)
+    )
+    step = evaluate_alerting_rule(
+        compiled, step.active, _answer(["b"], {}), T0 + 60, RuleContext(group="g", limit=1)
     )
     assert step.outcome.error == "exceeded limit of 1 with 2 alerts"
 
@@ -224,7 +237,7 @@ def test_collision_fails_and_keeps_state() -> None:
     rule = AlertingRule("A", "m", labels={"instance": "same"})
     compiled = CompiledAlertingRule.compile(rule)
     one = QueryResult((PromSample(LabelSet({"__name__": "m", "job": "x"}), 1.0),))
-    first = evaluate_alerting_rule(compiled, {}, one, T0, group="g")
+    first = evaluate_alerting_rule(compiled, {}, one, T0, RuleContext(group="g"))
     two = QueryResult(
         (
             PromSample(LabelSet({"__name__": "m", "job": "x"}), 1.0),
@@ -232,7 +245,7 @@ def test_collision_fails_and_keeps_state() -> None:
         )
     )
 
-    second = evaluate_alerting_rule(compiled, first.active, two, T0 + 60, group="g")
+    second = evaluate_alerting_rule(compiled, first.active, two, T0 + 60, RuleContext(group="g"))
 
     assert second.outcome.health is EvaluationHealth.FAILED
     assert second.outcome.error == COLLISION_ERROR
@@ -251,7 +264,11 @@ def test_identity_labels_value_and_annotations_follow_prometheus() -> None:
     sample = PromSample(LabelSet({"__name__": "m", "job": "j", "ns": "ml", "pod": "p"}), 1234567.0)
 
     result = evaluate_alerting_rule(
-        compiled, {}, QueryResult((sample,)), T0, group="g", env=TemplateEnv({"cluster": "c"})
+        compiled,
+        {},
+        QueryResult((sample,)),
+        T0,
+        RuleContext("g", env=TemplateEnv({"cluster": "c"})),
     )
 
     (alert,) = result.active.values()
@@ -277,9 +294,11 @@ def test_identity_labels_value_and_annotations_follow_prometheus() -> None:
 def test_value_and_annotations_update_but_active_at_is_kept() -> None:
     rule = AlertingRule("A", "m", for_seconds=600, annotations={"v": "{{ $value }}"})
     compiled = CompiledAlertingRule.compile(rule)
-    first = evaluate_alerting_rule(compiled, {}, _answer(["a"], {"a": 1}), T0, group="g")
+    first = evaluate_alerting_rule(
+        compiled, {}, _answer(["a"], {"a": 1}), T0, RuleContext(group="g")
+    )
     second = evaluate_alerting_rule(
-        compiled, first.active, _answer(["a"], {"a": 2}), T0 + 60, group="g"
+        compiled, first.active, _answer(["a"], {"a": 2}), T0 + 60, RuleContext(group="g")
     )
     (alert,) = second.active.values()
     assert (alert.active_at, alert.value, alert.annotations["v"]) == (T0, 2.0, "2")
@@ -295,7 +314,9 @@ def test_for_is_exact_with_millisecond_slot_offsets() -> None:
     fired = []
     for k in range(6):
         ts = round((start + k * 60) * 1000) / 1000
-        step = evaluate_alerting_rule(compiled, active, _answer(["a"], {}), ts, group="g")
+        step = evaluate_alerting_rule(
+            compiled, active, _answer(["a"], {}), ts, RuleContext(group="g")
+        )
         active = step.active
         fired.append(next(iter(active.values())).state.value)
     assert fired == ["pending"] * 5 + ["firing"]
@@ -311,7 +332,11 @@ def test_annotations_are_reexpanded_only_when_value_or_external_labels_change() 
     steps = [(1.0, env), (1.0, env), (2.0, env), (2.0, TemplateEnv({"c": "y"}))]
     for k, (value, step_env) in enumerate(steps):
         step = evaluate_alerting_rule(
-            compiled, active, _answer(["a"], {"a": value}), T0 + 60 * k, group="g", env=step_env
+            compiled,
+            active,
+            _answer(["a"], {"a": value}),
+            T0 + 60 * k,
+            RuleContext(group="g", env=step_env),
         )
         active = step.active
         (alert,) = active.values()
@@ -357,7 +382,7 @@ def test_query_templates_are_asked_every_time_and_reexpanded_when_an_answer_chan
             return [QuerySample({"g": "x"}, p) for p in peak]
 
         step = evaluate_alerting_rule(
-            compiled, active, _answer(["a"], {}), T0 + 60 * k, group="g", query=query
+            compiled, active, _answer(["a"], {}), T0 + 60 * k, RuleContext(group="g", query=query)
         )
         active = step.active
         (alert,) = active.values()
@@ -376,8 +401,12 @@ def test_query_templates_are_asked_every_time_and_reexpanded_when_an_answer_chan
 def test_still_firing_alerts_keep_their_object_and_a_resolved_one_still_resolves() -> None:
     rule = AlertingRule("A", "m")
     compiled = CompiledAlertingRule.compile(rule)
-    first = evaluate_alerting_rule(compiled, {}, _answer(["a", "b"], {}), T0, group="g")
-    second = evaluate_alerting_rule(compiled, first.active, _answer(["a"], {}), T0 + 60, group="g")
+    first = evaluate_alerting_rule(
+        compiled, {}, _answer(["a", "b"], {}), T0, RuleContext(group="g")
+    )
+    second = evaluate_alerting_rule(
+        compiled, first.active, _answer(["a"], {}), T0 + 60, RuleContext(group="g")
+    )
     a, b = (LabelSet({"alertname": "A", "instance": n}) for n in ("a", "b"))
     assert second.active[a] is first.active[a]
     assert second.active[b].state is AlertState.INACTIVE
