@@ -1,19 +1,18 @@
 """Prometheus 2.42's relabelling (``model/relabel/relabel.go`` ``Process``/``relabel``), as
 the notifier applies ``alerting.alert_relabel_configs`` to every alert it sends.
 
-Regular expressions are RE2, fully anchored; ``$1``/``${name}`` expand as Go's
-``Regexp.ExpandString``. Label sets are plain dicts here; an empty value is an absent label.
+Regular expressions are Go's (RE2), anchored as ``relabel.NewRegexp`` anchors them;
+``$1``/``${name}`` expand as Go's ``Regexp.ExpandString``. Label sets are plain dicts here;
+an empty value is an absent label.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
-from guardian.engine.templates.errors import FuncError
-from guardian.engine.templates.goregexp import compile_go, expand
+from guardian.engine.golang.regexp import Regexp, RegexpError, compile_regexp
 from guardian.model.labels import LabelSet, is_valid_label_name
 from guardian.model.relabel_config import RelabelAction, RelabelConfig
 
@@ -23,12 +22,11 @@ class RelabelError(ValueError):
 
 
 @lru_cache(maxsize=512)
-def compile_anchored(pattern: str) -> re.Pattern[str]:
-    """The pattern as ``relabel.NewRegexp`` compiles it (``^(?:pattern)$``), to be used
-    with ``fullmatch``: Python's ``$`` would also match before a final newline."""
+def compile_anchored(pattern: str) -> Regexp:
+    """The pattern as ``relabel.NewRegexp`` compiles it: ``^(?:pattern)$``."""
     try:
-        return compile_go(f"(?:{pattern})")
-    except FuncError as exc:
+        return compile_regexp(f"^(?:{pattern})$")
+    except RegexpError as exc:
         raise RelabelError(str(exc)) from None
 
 
@@ -40,14 +38,15 @@ def _set(labels: dict[str, str], name: str, value: str) -> None:
 
 
 def _replace(cfg: RelabelConfig, labels: dict[str, str], value: str) -> None:
-    match = compile_anchored(cfg.regex).fullmatch(value)
+    regex = compile_anchored(cfg.regex)
+    match = regex.search(value)
     if match is None:
         return  # no match, no replacement
-    target = expand(cfg.target_label, match)
+    target = regex.expand_string(cfg.target_label, match)
     if not is_valid_label_name(target):
         labels.pop(cfg.target_label, None)
         return
-    result = expand(cfg.replacement, match)
+    result = regex.expand_string(cfg.replacement, match)
     if not result:
         labels.pop(cfg.target_label, None)
         return
@@ -64,10 +63,10 @@ def _by_name(cfg: RelabelConfig, labels: dict[str, str]) -> None:
     """labelmap, labeldrop, labelkeep: decided on the label names as they were before."""
     regex = compile_anchored(cfg.regex)
     for name, value in sorted(labels.items()):
-        matched = regex.fullmatch(name)
+        matched = regex.search(name)
         if cfg.action is RelabelAction.LABELMAP:
             if matched is not None:
-                _set(labels, expand(cfg.replacement, matched), value)
+                _set(labels, regex.expand_string(cfg.replacement, matched), value)
         elif (matched is not None) is (cfg.action is RelabelAction.LABELDROP):
             labels.pop(name, None)
 
@@ -77,7 +76,7 @@ def relabel_one(cfg: RelabelConfig, labels: dict[str, str]) -> bool:
     value = cfg.separator.join(labels.get(name, "") for name in cfg.source_labels)
     action = cfg.action
     if action in (RelabelAction.DROP, RelabelAction.KEEP):
-        matched = compile_anchored(cfg.regex).fullmatch(value) is not None
+        matched = compile_anchored(cfg.regex).match_string(value)
         return matched is (action is RelabelAction.KEEP)
     if action in (RelabelAction.DROPEQUAL, RelabelAction.KEEPEQUAL):
         equal = labels.get(cfg.target_label, "") == value

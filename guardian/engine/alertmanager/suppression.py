@@ -14,9 +14,9 @@ they only add labels, so the same test finds its alerts too.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 
+from guardian.engine.golang.regexp import quote_meta
 from guardian.model.alertmanager_api import AlertmanagerView, Silence, StoredAlert
 from guardian.model.labels import LabelSet
 from guardian.model.suppressions import Suppressions
@@ -24,13 +24,11 @@ from guardian.model.times import rfc3339
 
 Outgoing = Callable[[LabelSet], LabelSet | None]  # our labels -> as sent (None: never sent)
 
-_RE2_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$])")
-
 
 def alertname_filter(alerts: Iterable[LabelSet]) -> str:
     """One ``filter`` matcher for the alert names of ``alerts``: ``alertname=~"A|B"``."""
     names = sorted({labels.get("alertname", "") for labels in alerts} - {""})
-    pattern = "|".join(_RE2_SPECIAL.sub(r"\\\1", name) for name in names)
+    pattern = "|".join(quote_meta(name) for name in names)
     quoted = pattern.replace("\\", "\\\\").replace('"', '\\"')
     return f'alertname=~"{quoted}"'
 

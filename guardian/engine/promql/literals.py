@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from guardian.engine.templates.goconv import parse_float, parse_int
+from guardian.engine.golang.strconv import parse_float, parse_int
 from guardian_common.durations import parse_duration_ms
 
 _MAX_NANOS = 2**63 - 1

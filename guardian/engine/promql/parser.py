@@ -13,6 +13,7 @@ import math
 import re
 from typing import NoReturn
 
+from guardian.engine.golang.strconv import GoNumError
 from guardian.engine.promql.ast import (
     AGGREGATORS_WITH_PARAM,
     AggregateExpr,
@@ -35,9 +36,8 @@ from guardian.engine.promql.errors import PromQLError
 from guardian.engine.promql.functions import FUNCTIONS
 from guardian.engine.promql.lexer import lex
 from guardian.engine.promql.literals import number, parse_duration_literal, round_half_away, unquote
-from guardian.engine.promql.re2 import regex_error
+from guardian.engine.promql.regexps import regex_error
 from guardian.engine.promql.tokens import AGGREGATORS, KEYWORDS, T, Token
-from guardian.engine.templates.goconv import GoNumError
 
 # Binary operators by increasing precedence.
 _PRECEDENCE = {

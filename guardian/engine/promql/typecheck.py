@@ -26,7 +26,7 @@ from guardian.engine.promql.ast import (
     value_type,
 )
 from guardian.engine.promql.errors import PromQLError
-from guardian.engine.promql.re2 import matches_empty
+from guardian.engine.promql.regexps import matches_empty
 from guardian.engine.promql.tokens import T
 
 _SCALAR_OR_VECTOR = (ValueType.SCALAR, ValueType.VECTOR)

@@ -4,7 +4,6 @@ Pure code: the ``query`` function is injected through :class:`TemplateContext`.
 """
 
 from guardian.engine.templates.errors import ExecError, TemplateParseError
-from guardian.engine.templates.gofloat import format_go_value
 from guardian.engine.templates.template import (
     ALERT_PREAMBLE,
     QueryFunc,
@@ -25,7 +24,6 @@ __all__ = [
     "TemplateContext",
     "TemplateParseError",
     "expand_template",
-    "format_go_value",
     "parse_alert_template",
     "parse_template",
 ]

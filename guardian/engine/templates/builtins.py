@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from guardian.engine.golang.fmt import sprint, sprintf, sprintln
+from guardian.engine.golang.reflect import type_name
 from guardian.engine.templates.errors import FuncError
-from guardian.engine.templates.gofmt import sprint, sprintf, sprintln
 from guardian.engine.templates.signature import Func
 from guardian.engine.templates.values import (
     MISSING,
     ArgsMap,
-    go_type_name,
     is_true,
 )
 
@@ -42,7 +42,7 @@ def _comparable(value: object) -> bool:
 def eq(arg1: object, *args: object) -> bool:
     a1 = _indirect_interface(arg1)
     if a1 is not MISSING and not _comparable(a1):
-        raise FuncError(f"non-comparable type {sprint(a1)}: {go_type_name(a1)}")
+        raise FuncError(f"non-comparable type {sprint(a1)}: {type_name(a1)}")
     if not args:
         raise FuncError("missing argument for comparison")
     k1 = _basic_kind(a1)
@@ -57,7 +57,7 @@ def eq(arg1: object, *args: object) -> bool:
             truth = a1 == a
         else:
             if a is not MISSING and not _comparable(a):
-                raise FuncError(f"non-comparable type {sprint(a)}: {go_type_name(a)}")
+                raise FuncError(f"non-comparable type {sprint(a)}: {type_name(a)}")
             truth = a1 is a
         if truth:
             return True
@@ -109,7 +109,7 @@ def length(item: object) -> int:
         return len(item.encode())
     if isinstance(item, dict | list):
         return len(item)
-    name = go_type_name(item).lstrip("*")
+    name = type_name(item).lstrip("*")
     raise FuncError(f"len of type {name}")
 
 
@@ -120,7 +120,7 @@ def _index_one(item: object, index: object) -> object:
         if index is MISSING:
             raise FuncError("cannot index slice/array with nil")
         if not isinstance(index, int) or isinstance(index, bool):
-            raise FuncError(f"cannot index slice/array with type {go_type_name(index)}")
+            raise FuncError(f"cannot index slice/array with type {type_name(index)}")
         if index < 0 or index > len(seq):
             raise FuncError(f"index out of range: {index}")
         if index == len(seq):
@@ -131,9 +131,9 @@ def _index_one(item: object, index: object) -> object:
         if index is MISSING:
             raise FuncError("value is nil; should be of type string")
         if type(index) is not str:
-            raise FuncError(f"value has type {go_type_name(index)}; should be string")
+            raise FuncError(f"value has type {type_name(index)}; should be string")
         return item.get(index, None if isinstance(item, ArgsMap) else "")
-    name = go_type_name(item).lstrip("*")
+    name = type_name(item).lstrip("*")
     raise FuncError(f"can't index item of type {name}")
 
 

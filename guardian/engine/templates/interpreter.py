@@ -7,20 +7,22 @@ writes into annotations come out the same.
 
 from __future__ import annotations
 
+from guardian.engine.golang.fmt import sprint
+from guardian.engine.golang.reflect import type_name
+from guardian.engine.golang.strconv import go_quote
+from guardian.engine.golang.time import Time
 from guardian.engine.templates import nodes as n
 from guardian.engine.templates.errors import BreakLoop, ContinueLoop, ExecError, FuncError
-from guardian.engine.templates.gofmt import go_quote, go_sprint_value, sprint
 from guardian.engine.templates.signature import GO_KIND_NAMES, Func
 from guardian.engine.templates.timemethods import time_method
 from guardian.engine.templates.values import (
     MISSING,
     ArgsMap,
-    GoTime,
     QueryResult,
     QuerySample,
     TemplateData,
-    go_type_name,
     is_true,
+    print_value,
 )
 
 _NO_FINAL = object()  # Go's missingVal: no value piped in from the previous command
@@ -78,7 +80,7 @@ class State:
             value = self.eval_pipeline(dot, node.pipe)
             if not node.pipe.decl:
                 self.at(node)
-                self.out.append(go_sprint_value(value))
+                self.out.append(print_value(value))
         elif isinstance(node, n.Text):
             self.out.append(node.text)
         elif isinstance(node, n.ListNode):
@@ -261,7 +263,7 @@ class State:
         has_args = (args is not None and len(args) > 1) or final is not _NO_FINAL
         if receiver is None:
             raise self.errorf(f"nil pointer evaluating interface {{}}.{name}")
-        if isinstance(receiver, GoTime):
+        if isinstance(receiver, Time):
             method = time_method(receiver, name)
             if method is not None:
                 return self.eval_call(dot, method, node, name, args, final)
@@ -284,8 +286,8 @@ class State:
             if has_args:
                 raise self.errorf(f"{name} is not a method but has arguments")
             return receiver.get(name, None if isinstance(receiver, ArgsMap) else "")
-        type_name = "interface {}" if from_iface else go_type_name(receiver)
-        raise self.errorf(f"can't evaluate field {name} in type {type_name}")
+        kind = "interface {}" if from_iface else type_name(receiver)
+        raise self.errorf(f"can't evaluate field {name} in type {kind}")
 
     def eval_function(
         self,
@@ -383,6 +385,6 @@ class State:
             "vector": isinstance(value, QueryResult),
         }[kind]
         if not ok:
-            got = "interface {}" if value is None else go_type_name(value)
+            got = "interface {}" if value is None else type_name(value)
             raise self.errorf(f"wrong type for value; expected {GO_KIND_NAMES[kind]}; got {got}")
         return value

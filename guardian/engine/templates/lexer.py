@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from guardian.engine.templates.gofmt import go_quote
+from guardian.engine.golang.strconv import go_quote
 
 LEFT_DELIM = "{{"
 RIGHT_DELIM = "}}"

@@ -161,7 +161,7 @@ class TemplateCall(Node):
     pipe: Pipe | None
 
     def __str__(self) -> str:
-        from guardian.engine.templates.gofmt import go_quote
+        from guardian.engine.golang.strconv import go_quote
 
         if self.pipe is None:
             return "{{template " + go_quote(self.name) + "}}"

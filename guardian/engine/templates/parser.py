@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from guardian.engine.golang.strconv import go_quote, unquote
 from guardian.engine.templates import nodes as n
+from guardian.engine.templates.constants import char_constant, number_constant
 from guardian.engine.templates.errors import TemplateParseError
-from guardian.engine.templates.goconv import char_constant, number_constant, unquote
-from guardian.engine.templates.gofmt import go_quote
 from guardian.engine.templates.lexer import Tok, Token, lex
 
 _OPERAND_START = frozenset(

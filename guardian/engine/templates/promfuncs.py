@@ -4,24 +4,22 @@ from __future__ import annotations
 
 import ipaddress
 import math
-import re
 from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit
 
+from guardian.engine.golang.fmt import sprint, sprintf
+from guardian.engine.golang.reflect import type_name
+from guardian.engine.golang.regexp import RegexpError, compile_regexp, must_compile
+from guardian.engine.golang.strconv import format_go_value, go_quote, parse_float
+from guardian.engine.golang.time import Time
 from guardian.engine.templates.builtins import query_escape
 from guardian.engine.templates.errors import FuncError
-from guardian.engine.templates.goconv import parse_float
-from guardian.engine.templates.gofloat import format_go_value
-from guardian.engine.templates.gofmt import go_quote, sprint, sprintf
-from guardian.engine.templates.goregexp import compile_go, must_compile, replace_all
 from guardian.engine.templates.signature import Func
 from guardian.engine.templates.values import (
     HTML,
     ArgsMap,
-    GoTime,
     QueryResult,
     QuerySample,
-    go_type_name,
 )
 
 _NIL_POINTER = "runtime error: invalid memory address or nil pointer dereference"
@@ -38,7 +36,7 @@ def _to_float(value: object) -> float:
             return parse_float(value)
         except ValueError as exc:
             raise FuncError(str(exc)) from None
-    raise FuncError(f"can't convert {go_type_name(value)} to float")
+    raise FuncError(f"can't convert {type_name(value)} to float")
 
 
 def _g4(v: float) -> str:
@@ -130,7 +128,7 @@ def humanize_percentage(value: object) -> str:
     return _g4(_to_float(value) * 100) + "%"
 
 
-def _float_to_time(v: float) -> GoTime:
+def _float_to_time(v: float) -> Time:
     if math.isnan(v) or math.isinf(v):
         raise FuncError("value is NaN or Inf")
     nanos = v * 1e9
@@ -141,7 +139,7 @@ def _float_to_time(v: float) -> GoTime:
         )
     # model.TimeFromUnixNano keeps whole milliseconds, truncating toward zero.
     millis = _quo(_go_int64(nanos), 1_000_000)
-    return GoTime(millis * 1_000_000)
+    return Time(millis * 1_000_000)
 
 
 def humanize_timestamp(value: object) -> str:
@@ -151,12 +149,13 @@ def humanize_timestamp(value: object) -> str:
     return sprint(_float_to_time(v))
 
 
-def to_time(value: object) -> GoTime:
+def to_time(value: object) -> Time:
     return _float_to_time(_to_float(value))
 
 
-_DURATION_RE = re.compile(
-    r"(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?", re.ASCII
+# prometheus/common's durationRE.
+_DURATION_RE = must_compile(
+    "^(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?$"
 )
 _DURATION_UNITS_MS = (
     365 * 86_400_000,
@@ -175,11 +174,12 @@ def parse_duration(text: str) -> float:
         return 0.0
     if text == "":
         raise FuncError("empty duration string")
-    match = _DURATION_RE.fullmatch(text)
+    match = _DURATION_RE.search(text)
     if match is None:
         raise FuncError(f"not a valid duration string: {go_quote(text)}")
     total_ms = 0
-    for group, unit_ms in zip(match.groups(), _DURATION_UNITS_MS, strict=True):
+    groups = (match.group(i) for i in range(2, 15, 2))
+    for group, unit_ms in zip(groups, _DURATION_UNITS_MS, strict=True):
         if group:
             total_ms += int(group) * unit_ms
     if total_ms * 1_000_000 >= 2**63:
@@ -293,11 +293,18 @@ def args(*values: object) -> ArgsMap:
 
 
 def re_replace_all(pattern: str, repl: str, text: str) -> str:
-    return replace_all(must_compile(pattern), text, repl)
+    try:
+        regexp = must_compile(pattern)  # Prometheus panics; the template reports the panic
+    except RegexpError as exc:
+        raise FuncError(str(exc)) from None
+    return regexp.replace_all_string(text, repl)
 
 
 def match(pattern: str, text: str) -> bool:
-    return compile_go(pattern).search(text) is not None
+    try:
+        return compile_regexp(pattern).match_string(text)
+    except RegexpError as exc:
+        raise FuncError(str(exc)) from None
 
 
 def sort_by_label(name: str, result: object) -> object:

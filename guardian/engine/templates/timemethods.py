@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from guardian.engine.templates.gotime import DAYS, MONTHS, civil, format_go_time, format_layout
+from guardian.engine.golang.time import DAYS, MONTHS, Time, civil, format_go_time, format_layout
 from guardian.engine.templates.signature import Func
-from guardian.engine.templates.values import GoTime
 
 
-def _methods(t: GoTime) -> dict[str, Callable[..., object]]:
+def _methods(t: Time) -> dict[str, Callable[..., object]]:
     ns = t.unix_nanos
     c = civil(ns)
     return {
@@ -34,7 +33,7 @@ def _methods(t: GoTime) -> dict[str, Callable[..., object]]:
     }
 
 
-def time_method(t: GoTime, name: str) -> Func | None:
+def time_method(t: Time, name: str) -> Func | None:
     """The bound method ``name`` of ``t``, or None when time.Time has no such method here."""
     fn = _methods(t).get(name)
     if fn is None:

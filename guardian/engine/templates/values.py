@@ -2,7 +2,9 @@
 
 Python ``str``, ``bool``, ``int``, ``float`` and ``None`` stand for Go ``string``, ``bool``,
 ``int``, ``float64`` and ``nil``. A plain ``dict`` is a ``map[string]string`` (alert labels); the
-classes below stand for the remaining Go types a Prometheus template can meet.
+classes below stand for the remaining Go types a Prometheus template can meet, with
+``*time.Time`` from :mod:`guardian.engine.golang.time` (:mod:`~guardian.engine.golang.reflect`
+says how the Go types of Python values are named and printed).
 """
 
 from __future__ import annotations
@@ -11,9 +13,14 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from guardian.engine.golang.fmt import format_v
+from guardian.engine.golang.reflect import GoValue, Nil, Struct
+from guardian.engine.golang.strconv import format_go_value
 
-class Missing:
-    """Go's invalid ``reflect.Value``: printed as ``<no value>``."""
+
+class Missing(Nil):
+    """Go's invalid ``reflect.Value``: printed as ``<no value>`` by an action, ``<nil>`` by
+    ``fmt``."""
 
     _instance: Missing | None = None
 
@@ -29,43 +36,42 @@ class Missing:
 MISSING = Missing()
 
 
-class ArgsMap(dict[str, object]):
+class ArgsMap(dict[str, object], GoValue):
     """``map[string]interface {}`` as built by ``args``; a missing key gives ``<no value>``."""
 
+    def go_type(self) -> str:
+        return "map[string]interface {}"
 
-class HTML(str):
+
+class HTML(str, GoValue):
     """``html/template.HTML`` as returned by ``safeHtml``."""
 
     __slots__ = ()
 
+    def go_type(self) -> str:
+        return "template.HTML"
+
 
 @dataclass(frozen=True)
-class QuerySample:
+class QuerySample(Struct):
     """One sample of a ``query`` result (Go ``*template.sample``)."""
 
+    pointer = True
     labels: Mapping[str, str]
     value: float
 
+    def go_type(self) -> str:
+        return "*template.sample"
 
-class QueryResult(list[QuerySample]):
+    def go_fields(self) -> tuple[object, ...]:
+        return dict(self.labels), self.value
+
+
+class QueryResult(list[QuerySample], GoValue):
     """A ``query`` result (Go ``template.queryResult``)."""
 
-
-@dataclass(frozen=True)
-class GoTime:
-    """A UTC ``*time.Time`` (from ``toTime``), kept as nanoseconds since the epoch."""
-
-    unix_nanos: int
-
-
-@dataclass(frozen=True)
-class TemplateData:
-    """The data (``.``) of an alert template: Prometheus's ``AlertTemplateData``."""
-
-    labels: Mapping[str, str]
-    external_labels: Mapping[str, str]
-    external_url: str
-    value: float
+    def go_type(self) -> str:
+        return "template.queryResult"
 
 
 DATA_TYPE_NAME = (
@@ -74,37 +80,31 @@ DATA_TYPE_NAME = (
 )
 
 
-def go_type_name(value: object) -> str:
-    """The Go type name used in error messages and ``%T``-like diagnostics."""
-    if value is None or value is MISSING:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "float64"
-    if isinstance(value, complex):
-        return "complex128"
-    if isinstance(value, HTML):
-        return "template.HTML"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, ArgsMap):
-        return "map[string]interface {}"
-    if isinstance(value, dict):
-        return "map[string]string"
-    if isinstance(value, QueryResult):
-        return "template.queryResult"
-    if isinstance(value, QuerySample):
-        return "*template.sample"
-    if isinstance(value, GoTime):
-        return "*time.Time"
-    if isinstance(value, TemplateData):
+@dataclass(frozen=True)
+class TemplateData(Struct):
+    """The data (``.``) of an alert template: Prometheus's ``AlertTemplateData``."""
+
+    labels: Mapping[str, str]
+    external_labels: Mapping[str, str]
+    external_url: str
+    value: float
+
+    def go_type(self) -> str:
         return DATA_TYPE_NAME
-    if isinstance(value, list):
-        return "[]interface {}"
-    return type(value).__name__
+
+    def go_fields(self) -> tuple[object, ...]:
+        return dict(self.labels), dict(self.external_labels), self.external_url, self.value
+
+
+def print_value(value: object) -> str:
+    """How an action prints its result (``text/template`` ``printValue``)."""
+    if value is MISSING:
+        return "<no value>"
+    if isinstance(value, QuerySample):
+        return format_v(value)[1:]  # the template indirects the pointer
+    if isinstance(value, float) and math.isfinite(value):
+        return format_go_value(value)
+    return format_v(value)
 
 
 def is_true(value: object) -> bool:

@@ -197,6 +197,14 @@ _MORE_TEMPLATES += [
     '{{ (toTime -1.5).Format "Monday, 02-Jan-06 15:04:05.999999 MST -0700 __2 002 pm .9 ,000 Z0700 1 2 06" }}|{{ (toTime 1e9).UTC }}|{{ (toTime 1e9).String }}|{{ (toTime 0).IsZero }}|{{ (toTime 1.5e9).Nanosecond }}',
     '{{ (toTime $value).Format "15:04 on Jan 2" }}|{{ ($value | toTime).Hour }}',
 ]
+# Go's regexp (RE2): syntax Python's re reads otherwise, and patterns it backtracks on.
+_MORE_TEMPLATES += [
+    '{{ match "^\\\\pL+$" "Straße" }}|{{ reReplaceAll "\\\\Q.*\\\\E" "!" "a.*b" }}|{{ reReplaceAll "\\\\B" "-" "ébé" }}|{{ reReplaceAll "(?P<n>a)|(?P<n>b)" "${n}${n}" "ab" }}|{{ reReplaceAll "(a)" "$1²" "a" }}',
+    '{{ match "(a|aa)+b" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" }}|{{ reReplaceAll "^(a+)+$" "-" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!" }}',
+    '{{ match "\\\\C" "x" }}',
+    '{{ reReplaceAll "(?<n>`" "" "x" }}',
+    '{{ match "\\\\p{Kawi}" "x" }}',
+]
 CASES += [("1234567", text) for text in _MORE_TEMPLATES]
 
 PARITY_FILE = Path(__file__).with_name("parity_expected.json")

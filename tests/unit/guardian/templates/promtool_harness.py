@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from guardian.engine.templates.goconv import unquote
+from guardian.engine.golang.strconv import unquote
 
 ALERT = "Probe"
 # One series; the alert keeps its labels (and __name__, because comparisons keep it).

@@ -1,4 +1,4 @@
-"""Go number formatting and parsing helpers."""
+"""Go's fmt, strconv and time as guardian.engine.golang mirrors them."""
 
 from __future__ import annotations
 
@@ -6,10 +6,16 @@ import math
 
 import pytest
 
-from guardian.engine.templates import format_go_value
-from guardian.engine.templates.goconv import GoNumError, parse_float, parse_int, unquote
-from guardian.engine.templates.gofmt import go_quote, sprint, sprintf
-from guardian.engine.templates.gotime import format_go_time
+from guardian.engine.golang.fmt import sprint, sprintf
+from guardian.engine.golang.strconv import (
+    GoNumError,
+    format_go_value,
+    go_quote,
+    parse_float,
+    parse_int,
+    unquote,
+)
+from guardian.engine.golang.time import format_go_time
 
 
 @pytest.mark.parametrize(

@@ -1,62 +1,20 @@
-"""Go's ``fmt`` package for the values a Prometheus template handles.
+"""Go's ``fmt``: ``Sprint``, ``Sprintln`` and ``Sprintf`` for the values the engine handles.
 
-``sprint``/``sprintln``/``sprintf`` follow ``fmt.Sprint``/``Sprintln``/``Sprintf``, including the
-``%!verb(type=value)`` and ``%!verb(MISSING)`` error forms that Go writes into the output.
+They follow Go, including the ``%!verb(type=value)`` and ``%!verb(MISSING)`` error forms that
+Go writes into the output. Values of Go types without a Python stand-in print through
+:mod:`guardian.engine.golang.reflect` (``Stringer``, ``Struct``, ``Nil``).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from guardian.engine.templates.gofloat import format_float, format_go_value
-from guardian.engine.templates.gotime import format_go_time
-from guardian.engine.templates.values import (
-    MISSING,
-    GoTime,
-    QueryResult,
-    QuerySample,
-    TemplateData,
-    go_type_name,
-)
-
-
-def go_quote(text: str) -> str:
-    """``strconv.Quote``: a double-quoted Go string literal."""
-    out = ['"']
-    simple = {
-        "\a": "\\a",
-        "\b": "\\b",
-        "\f": "\\f",
-        "\n": "\\n",
-        "\r": "\\r",
-        "\t": "\\t",
-        "\v": "\\v",
-        "\\": "\\\\",
-        '"': '\\"',
-    }
-    for ch in text:
-        code = ord(ch)
-        if ch in simple:
-            out.append(simple[ch])
-        elif ch == " " or (ch.isprintable() and not 0xD800 <= code <= 0xDFFF):
-            out.append(ch)
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\x{code:02x}")
-        elif code < 0x10000:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
-
-
-def _can_backquote(text: str) -> bool:
-    return all(ch == "\t" or (ch.isprintable() and ch != "`") for ch in text)
+from guardian.engine.golang.reflect import Stringer, Struct, is_nil, type_name
+from guardian.engine.golang.strconv import can_backquote, format_float, go_quote
 
 
 @dataclass
-class _Spec:
+class Spec:
     """One parsed ``%`` directive."""
 
     minus: bool = False
@@ -68,7 +26,7 @@ class _Spec:
     prec: int | None = None
 
 
-def _pad(text: str, spec: _Spec, zero_ok: bool = True) -> str:
+def _pad(text: str, spec: Spec, zero_ok: bool = True) -> str:
     if spec.width is None or len(text) >= spec.width:
         return text
     fill = spec.width - len(text)
@@ -80,12 +38,12 @@ def _pad(text: str, spec: _Spec, zero_ok: bool = True) -> str:
 
 
 def _bad_verb(verb: str, value: object) -> str:
-    if value is None or value is MISSING:
+    if is_nil(value):
         return f"%!{verb}(<nil>)"
-    return f"%!{verb}({go_type_name(value)}={format_value(value, 'v', _Spec(), 0)})"
+    return f"%!{verb}({type_name(value)}={format_value(value, 'v', Spec(), 0)})"
 
 
-def _fmt_float(v: float, verb: str, spec: _Spec) -> str:
+def _fmt_float(v: float, verb: str, spec: Spec) -> str:
     if verb == "v":
         verb = "g"
     prec = spec.prec if spec.prec is not None else (6 if verb in "eEfF" else -1)
@@ -107,7 +65,7 @@ def _fmt_float(v: float, verb: str, spec: _Spec) -> str:
     return _pad(num[1:], spec)
 
 
-def _fmt_int(n: int, verb: str, spec: _Spec) -> str:
+def _fmt_int(n: int, verb: str, spec: Spec) -> str:
     if verb == "c":
         return _pad(chr(n) if 0 <= n <= 0x10FFFF else "\ufffd", spec)
     if verb == "q":
@@ -145,7 +103,7 @@ def _fmt_int(n: int, verb: str, spec: _Spec) -> str:
     return _pad(body, spec, zero_ok=False)
 
 
-def _fmt_str(text: str, verb: str, spec: _Spec) -> str:
+def _fmt_str(text: str, verb: str, spec: Spec) -> str:
     if verb in "vs":
         if spec.prec is not None:
             text = text[: spec.prec]
@@ -153,7 +111,7 @@ def _fmt_str(text: str, verb: str, spec: _Spec) -> str:
     if verb == "q":
         if spec.prec is not None:
             text = text[: spec.prec]
-        if spec.sharp and _can_backquote(text):
+        if spec.sharp and can_backquote(text):
             return _pad("`" + text + "`", spec)
         return _pad(go_quote(text), spec)
     data = text.encode()
@@ -166,11 +124,11 @@ def _fmt_str(text: str, verb: str, spec: _Spec) -> str:
     return _pad(prefix + "".join(hexes), spec)
 
 
-def format_value(value: object, verb: str, spec: _Spec, depth: int) -> str:
+def format_value(value: object, verb: str, spec: Spec, depth: int) -> str:
     """Format one operand as ``fmt`` would for ``verb``."""
     if verb == "T":
-        return _pad(go_type_name(value), spec)
-    if value is None or value is MISSING:
+        return _pad(type_name(value), spec)
+    if is_nil(value):
         return _pad("<nil>", spec) if verb == "v" else _bad_verb(verb, value)
     if isinstance(value, bool):
         if verb in "tv":
@@ -190,14 +148,14 @@ def format_value(value: object, verb: str, spec: _Spec, depth: int) -> str:
         return _bad_verb(verb, value)
     if isinstance(value, complex):
         if verb in "vgGxXfFeE":
-            imag_spec = _Spec(plus=True, prec=spec.prec, sharp=spec.sharp)
-            real_spec = _Spec(plus=spec.plus, space=spec.space, prec=spec.prec, sharp=spec.sharp)
+            imag_spec = Spec(plus=True, prec=spec.prec, sharp=spec.sharp)
+            real_spec = Spec(plus=spec.plus, space=spec.space, prec=spec.prec, sharp=spec.sharp)
             body = _fmt_float(value.real, verb, real_spec) + _fmt_float(value.imag, verb, imag_spec)
             return _pad(f"({body}i)", spec, zero_ok=False)
         return _bad_verb(verb, value)
-    if isinstance(value, GoTime):
-        if verb in "vsqxX":  # time.Time is a Stringer
-            return _fmt_str(format_go_time(value.unix_nanos), verb, spec)
+    if isinstance(value, Stringer):
+        if verb in "vsqxX":
+            return _fmt_str(value.go_string(), verb, spec)
         return _bad_verb(verb, value)
     if isinstance(value, dict):
         parts = [
@@ -206,25 +164,11 @@ def format_value(value: object, verb: str, spec: _Spec, depth: int) -> str:
             for key in sorted(value)
         ]
         return "map[" + " ".join(parts) + "]"
-    if isinstance(value, QuerySample):
-        inner = (
-            "{"
-            + format_value(dict(value.labels), verb, spec, depth + 1)
-            + " "
-            + format_value(value.value, verb, spec, depth + 1)
-            + "}"
-        )
-        return "&" + inner
-    if isinstance(value, QueryResult | list):
+    if isinstance(value, Struct):
+        fields = " ".join(format_value(f, verb, spec, depth + 1) for f in value.go_fields())
+        return ("&{" if value.pointer else "{") + fields + "}"
+    if isinstance(value, list):
         return "[" + " ".join(format_value(item, verb, spec, depth + 1) for item in value) + "]"
-    if isinstance(value, TemplateData):
-        fields = [
-            dict(value.labels),
-            dict(value.external_labels),
-            value.external_url,
-            value.value,
-        ]
-        return "{" + " ".join(format_value(f, verb, spec, depth + 1) for f in fields) + "}"
     return _bad_verb(verb, value)
 
 
@@ -236,14 +180,14 @@ def sprint(*args: object) -> str:
         is_string = isinstance(arg, str)
         if i > 0 and not is_string and not prev_string:
             out.append(" ")
-        out.append(format_value(arg, "v", _Spec(), 0))
+        out.append(format_value(arg, "v", Spec(), 0))
         prev_string = is_string
     return "".join(out)
 
 
 def sprintln(*args: object) -> str:
     """``fmt.Sprintln``: operands separated by spaces, then a newline."""
-    return " ".join(format_value(a, "v", _Spec(), 0) for a in args) + "\n"
+    return " ".join(format_value(a, "v", Spec(), 0) for a in args) + "\n"
 
 
 def _parse_num(fmt: str, i: int) -> tuple[int | None, int]:
@@ -255,20 +199,24 @@ def _parse_num(fmt: str, i: int) -> tuple[int | None, int]:
     return int(fmt[start:i]), i
 
 
-def sprintf(fmt: str, *args: object) -> str:
-    """``fmt.Sprintf`` for the verbs templates use (no explicit argument indexes)."""
-    out: list[str] = []
-    arg_num = 0
-    i = 0
-    end = len(fmt)
-    while i < end:
-        pct = fmt.find("%", i)
-        if pct < 0:
-            out.append(fmt[i:])
-            break
-        out.append(fmt[i:pct])
-        i = pct + 1
-        spec = _Spec()
+class _Directive:
+    """Reads the flags, width and precision of one ``%`` directive, taking ``*`` operands."""
+
+    def __init__(self, fmt: str, args: tuple[object, ...], arg_num: int, out: list[str]) -> None:
+        self.fmt = fmt
+        self.args = args
+        self.arg_num = arg_num
+        self.out = out  # where %!(BADWIDTH) and %!(BADPREC) go, as Go writes them
+
+    def star(self) -> int | None:
+        """The int operand a ``*`` takes; None (and the operand used up) when it is not one."""
+        value = self.args[self.arg_num] if self.arg_num < len(self.args) else None
+        self.arg_num += 1
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def read(self, i: int) -> tuple[Spec, int]:
+        fmt, end = self.fmt, len(self.fmt)
+        spec = Spec()
         while i < end and fmt[i] in "#0+- ":
             flag = fmt[i]
             if flag == "#":
@@ -278,64 +226,68 @@ def sprintf(fmt: str, *args: object) -> str:
             elif flag == "+":
                 spec.plus = True
             elif flag == "-":
-                spec.minus = True
-                spec.zero = False
+                spec.minus, spec.zero = True, False
             else:
                 spec.space = True
             i += 1
         if i < end and fmt[i] == "*":
             i += 1
-            width = args[arg_num] if arg_num < len(args) else None
-            if isinstance(width, int) and not isinstance(width, bool):
-                if width < 0:
-                    spec.minus, spec.zero, width = True, False, -width
-                spec.width = width
+            width = self.star()
+            if width is None:
+                self.out.append("%!(BADWIDTH)")
+            elif width < 0:
+                spec.minus, spec.zero, spec.width = True, False, -width
             else:
-                out.append("%!(BADWIDTH)")
-            arg_num += 1
+                spec.width = width
         else:
             spec.width, i = _parse_num(fmt, i)
         if i < end and fmt[i] == ".":
             i += 1
             if i < end and fmt[i] == "*":
                 i += 1
-                prec = args[arg_num] if arg_num < len(args) else None
-                if isinstance(prec, int) and not isinstance(prec, bool):
-                    spec.prec = prec if prec >= 0 else None
-                else:
-                    out.append("%!(BADPREC)")
-                arg_num += 1
+                prec = self.star()
+                if prec is None:
+                    self.out.append("%!(BADPREC)")
+                spec.prec = prec if prec is not None and prec >= 0 else None
             else:
                 prec_num, i = _parse_num(fmt, i)
                 spec.prec = prec_num or 0
-        if i >= end:
+        return spec, i
+
+
+def sprintf(fmt: str, *args: object) -> str:
+    """``fmt.Sprintf`` for the verbs templates use (no explicit argument indexes)."""
+    out: list[str] = []
+    directive = _Directive(fmt, args, 0, out)
+    i = 0
+    while i < len(fmt):
+        pct = fmt.find("%", i)
+        if pct < 0:
+            out.append(fmt[i:])
+            break
+        out.append(fmt[i:pct])
+        spec, i = directive.read(pct + 1)
+        if i >= len(fmt):
             out.append("%!(NOVERB)")
             break
         verb = fmt[i]
         i += 1
         if verb == "%":
             out.append("%")
-            continue
-        if arg_num >= len(args):
+        elif directive.arg_num >= len(args):
             out.append(f"%!{verb}(MISSING)")
-            continue
-        out.append(format_value(args[arg_num], verb, spec, 0))
-        arg_num += 1
-    if arg_num < len(args):
+        else:
+            out.append(format_value(args[directive.arg_num], verb, spec, 0))
+            directive.arg_num += 1
+    if directive.arg_num < len(args):
         extra = [
-            "<nil>" if a is None else f"{go_type_name(a)}={format_value(a, 'v', _Spec(), 0)}"
-            for a in args[arg_num:]
+            "<nil>" if a is None else f"{type_name(a)}={format_value(a, 'v', Spec(), 0)}"
+            for a in args[directive.arg_num :]
         ]
         out.append("%!(EXTRA " + ", ".join(extra) + ")")
     return "".join(out)
 
 
-def go_sprint_value(value: object) -> str:
-    """How an action prints its result (``text/template`` ``printValue``)."""
-    if value is MISSING:
-        return "<no value>"
-    if isinstance(value, QuerySample):
-        return format_value(value, "v", _Spec(), 0)[1:]  # the template indirects the pointer
-    if isinstance(value, float) and math.isfinite(value):
-        return format_go_value(value)
-    return format_value(value, "v", _Spec(), 0)
+def format_v(value: object) -> str:
+    """``%v`` of one value."""
+    return format_value(value, "v", Spec(), 0)

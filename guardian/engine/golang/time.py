@@ -1,8 +1,11 @@
-"""Go's ``time.Time.String`` for UTC instants, without the standard library's year limits."""
+"""Go's ``time``: ``Time.String`` and ``Time.Format`` for UTC instants (without the standard
+library's year limits), the calendar fields, and :class:`Time`, a ``*time.Time``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from guardian.engine.golang.reflect import Stringer
 
 _NANOS_PER_SECOND = 1_000_000_000
 
@@ -34,6 +37,20 @@ def format_go_time(unix_nanos: int) -> str:
         f"{year_text}-{month:02d}-{day:02d} {hour:02d}:{minute:02d}:{second:02d}"
         f"{fraction} +0000 UTC"
     )
+
+
+@dataclass(frozen=True)
+class Time(Stringer):
+    """A UTC ``*time.Time``, kept as nanoseconds since the epoch; ``fmt`` prints its
+    ``String()``."""
+
+    unix_nanos: int
+
+    def go_type(self) -> str:
+        return "*time.Time"
+
+    def go_string(self) -> str:
+        return format_go_time(self.unix_nanos)
 
 
 MONTHS = (
