@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from guardian.adapters.prometheus import PrometheusQuerier, QueryFailedError, QueryRejectedError
 from guardian.adapters.prometheus_range import RangeQuerier
 from guardian.adapters.remote_write import RemoteWriteClient
+from guardian.engine.golang.strconv import go_quote
 from guardian.engine.promtest.batching import chunk_of, reads_only_inputs
 from guardian.engine.promtest.compare import (
     AlertSeen,
@@ -33,7 +34,6 @@ from guardian.engine.promtest.compare import (
     compare_samples,
     eval_steps,
     go_duration,
-    go_quote,
     go_time_duration,
 )
 from guardian.engine.promtest.model import TestGroup

@@ -25,6 +25,8 @@ def go_quote(text: str) -> str:
         code = ord(ch)
         if ch in simple:
             out.append(simple[ch])
+        elif 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8 (surrogateescape)
+            out.append(f"\\x{code - 0xDC00:02x}")
         elif ch == " " or (ch.isprintable() and not 0xD800 <= code <= 0xDFFF):
             out.append(ch)
         elif code < 0x20 or code == 0x7F:

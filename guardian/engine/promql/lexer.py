@@ -7,6 +7,7 @@ A lexing error ends the token stream with one ``ERROR`` token carrying the messa
 
 from __future__ import annotations
 
+from guardian.engine.golang.strconv import go_quote
 from guardian.engine.promql.tokens import (
     AGGREGATORS,
     KEYWORDS,
@@ -267,7 +268,7 @@ class _Lexer:
             return True
         self.pos += 1 if self.peek() else 0
         return self.fail(
-            f"bad number or duration syntax: {_go_quote(self.text[self.start : self.pos])}"
+            f"bad number or duration syntax: {go_quote(self.text[self.start : self.pos])}"
         )
 
     def duration(self) -> bool:
@@ -275,7 +276,7 @@ class _Lexer:
             return self.fail("missing unit character in duration")
         if not self.remaining_duration():
             self.pos += 1 if self.peek() else 0
-            return self.fail(f"bad duration syntax: {_go_quote(self.text[self.start : self.pos])}")
+            return self.fail(f"bad duration syntax: {go_quote(self.text[self.start : self.pos])}")
         self.emit(T.DURATION)
         return True
 
@@ -292,10 +293,6 @@ class _Lexer:
             self.emit(T.METRIC_IDENTIFIER)
         else:
             self.emit(T.IDENTIFIER)
-
-
-def _go_quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _quote_rune(ch: str) -> str:

@@ -16,17 +16,6 @@ from guardian_common.durations import parse_duration_ms
 _MAX_NANOS = 2**63 - 1
 
 _SIMPLE = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92}
-_QUOTED = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-    "\\": "\\\\",
-    '"': '\\"',
-}
 
 
 def _escape(body: str, i: int, quote: str, out: bytearray) -> int:
@@ -87,27 +76,6 @@ def unquote(literal: str) -> str:
             out += ch.encode("utf-8", "surrogateescape")
             i += 1
     return out.decode("utf-8", "surrogateescape")
-
-
-def go_quote(value: str) -> str:
-    """``strconv.Quote(value)``: what ``%q`` prints for a Go string."""
-    out = ['"']
-    for ch in value:
-        code = ord(ch)
-        if ch in _QUOTED:
-            out.append(_QUOTED[ch])
-        elif 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8
-            out.append(f"\\x{code - 0xDC00:02x}")
-        elif ch == " " or (ch.isprintable() and not 0xD800 <= code <= 0xDFFF):
-            out.append(ch)
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\x{code:02x}")
-        elif code < 0x10000:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
 
 
 def parse_duration_literal(text: str) -> int:

@@ -10,7 +10,7 @@ Prometheus would.
 
 from __future__ import annotations
 
-from guardian.engine.golang.strconv import format_go_value
+from guardian.engine.golang.strconv import format_go_value, go_quote
 from guardian.engine.promql.ast import (
     AGGREGATORS_WITH_PARAM,
     AggregateExpr,
@@ -26,7 +26,6 @@ from guardian.engine.promql.ast import (
     UnaryExpr,
     VectorSelector,
 )
-from guardian.engine.promql.literals import go_quote
 from guardian.engine.promql.tokens import T
 
 _MS = {"y": 365 * 86_400_000, "w": 7 * 86_400_000, "d": 86_400_000, "h": 3_600_000}

@@ -10,11 +10,11 @@ rule with that alert name; ``promql_expr_test`` results are compared as sorted
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from guardian.engine.golang.strconv import go_quote
 from guardian.engine.promtest.model import AlertTestCase, PromqlTestCase
 from guardian.engine.promtest.notation import NotationError, parse_metric
 from guardian_common.durations import format_duration
@@ -54,10 +54,6 @@ def go_time_duration(ms: int) -> str:
     if minutes:
         return f"{sign}{minutes}m{seconds}s"
     return f"{sign}{seconds}s"
-
-
-def go_quote(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
 
 
 def labels_string(labels: Mapping[str, str] | LabelItems) -> str:
