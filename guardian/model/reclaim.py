@@ -120,6 +120,61 @@ class PodOwner:
 
 
 @dataclass(frozen=True, slots=True)
+class Requirement:
+    """One ``matchExpressions`` / ``matchFields`` entry of a node selector term."""
+
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist, Gt, Lt (anything else matches nothing)
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """A term of required node affinity: its expressions and fields are ANDed."""
+
+    match_expressions: tuple[Requirement, ...] = ()
+    match_fields: tuple[Requirement, ...] = ()  # only metadata.name is a node field
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""  # "" with operator Exists tolerates every taint
+    operator: str = "Equal"  # Equal | Exists
+    value: str = ""
+    effect: str = ""  # "" matches every effect
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"  # NoSchedule | PreferNoSchedule | NoExecute
+
+
+@dataclass(frozen=True, slots=True)
+class NodePod:
+    """A pod bound to a node that is not terminal (Succeeded/Failed): what it requests
+    there, as the scheduler counts it (engine/remediation/pod_facts.py)."""
+
+    namespace: str
+    name: str
+    requests: Mapping[str, int] = field(default_factory=dict)  # resource -> amount
+
+
+@dataclass(frozen=True, slots=True)
+class NodeState:
+    """A node as read: what the scheduler's filters compare a waiting pod against.
+    Amounts are integers: ``cpu`` in millicores, every other resource in whole units
+    (bytes, devices, pods), as engine/remediation/quantity.py reads them."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    allocatable: Mapping[str, int] = field(default_factory=dict)
+    pods: tuple[NodePod, ...] = ()  # the non-terminal pods bound to it
+
+
+@dataclass(frozen=True, slots=True)
 class PendingPod:
     """A Pending pod that asks for extended resources (GPUs): demand for idle ones."""
 
@@ -127,6 +182,20 @@ class PendingPod:
     name: str
     requests: Mapping[str, int]  # extended resource -> count, over its containers
     since: float  # creationTimestamp: how long it has been waiting
+    # What the scheduler's filters compare (engine/remediation/scheduling.py); the
+    # defaults ask for nothing more than ``requests``.
+    node: str = ""  # spec.nodeName
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    # Required node affinity's nodeSelectorTerms (ORed); None: the pod sets none.
+    affinity: tuple[NodeSelectorTerm, ...] | None = None
+    tolerations: tuple[Toleration, ...] = ()
+    # Every resource it requests as the scheduler sums them (cpu in millicores, others
+    # in whole units); extended resources missing here are taken from ``requests``.
+    resources: Mapping[str, int] = field(default_factory=dict)
+
+    def asks(self) -> dict[str, int]:
+        """Resource -> the amount it needs on a node (``requests`` and ``resources``)."""
+        return {**self.requests, **self.resources}
 
 
 @dataclass(frozen=True)
@@ -138,6 +207,10 @@ class ClusterSnapshot:
     errors: tuple[str, ...] = ()  # what could not be read (the planner waits on these)
     # Pending pods asking for GPUs, from the informer; None: not known (not synced).
     pending_pods: tuple[PendingPod, ...] | None = None
+    # The nodes the workloads' pods run on, read while pods wait (demand); a node that is
+    # absent is unknown, and a pod is never taken to fit an unknown node.
+    nodes: Mapping[str, NodeState] = field(default_factory=dict)
+    node_errors: Mapping[str, str] = field(default_factory=dict)  # node -> why not read
 
 
 @dataclass(frozen=True, slots=True)

@@ -233,3 +233,24 @@ def hpa(target: Mapping[str, Any], *, min_replicas: int = 1, max_replicas: int =
         "metadata": _meta(meta["name"], meta.get("namespace"), None, None),
         "spec": {"scaleTargetRef": ref, "minReplicas": min_replicas, "maxReplicas": max_replicas},
     }
+
+
+def node(
+    name: str,
+    *,
+    labels: Mapping[str, str] | None = None,
+    taints: Sequence[Mapping[str, str]] = (),
+    allocatable: Mapping[str, str] | None = None,
+) -> Obj:
+    """A v1 Node (cluster-scoped): its labels, taints and ``status.allocatable`` (default:
+    8 CPUs, 64Gi, 110 pods, 8 ``nvidia.com/gpu``). The fake serves Nodes only when a test
+    adds ``ResourceType("", "v1", "Node", "nodes", namespaced=False)``."""
+    room = allocatable or {"cpu": "8", "memory": "64Gi", "pods": "110", "nvidia.com/gpu": "8"}
+    spec: Obj = {"taints": [dict(t) for t in taints]} if taints else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": _meta(name, None, labels, None),
+        "spec": spec,
+        "status": {"allocatable": dict(room), "capacity": dict(room)},
+    }

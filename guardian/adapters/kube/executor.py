@@ -15,6 +15,7 @@ from typing import Any
 from guardian.adapters.kube.events import EventRecorder
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.kube.rest import KubeRest, Obj, object_path
+from guardian.engine.remediation.gates import annotation_time
 from guardian.model.policies import NOTEBOOK_STOPPED, Annotations
 from guardian.model.reclaim import ActionKind, PlannedAction, WorkloadState
 from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
@@ -158,7 +159,8 @@ class Executor:
 
     def _request_checkpoint(self, action: PlannedAction, ws: WorkloadState, now: float) -> None:
         annotations = {
-            Annotations.RECLAIM_REQUESTED_AT: rfc3339(now),
+            # Written at the precision the planner compares the acknowledgement at.
+            Annotations.RECLAIM_REQUESTED_AT: annotation_time(now),
             Annotations.EPISODE: action.episode,
         }
         patch = {"metadata": {"resourceVersion": ws.resource_version, "annotations": annotations}}

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from guardian.adapters.kube.rest import KubeRest, NotFound, Obj, object_path
 from guardian.engine.owners import MAX_DEPTH, action_for, controller_owner
 from guardian.engine.remediation.demand import extended_requests
 from guardian.engine.remediation.evidence import gpu_resources
+from guardian.engine.remediation.pod_facts import node_state
 from guardian.model.policies import NOTEBOOK_STOPPED
 from guardian.model.reclaim import (
     ActionKind,
@@ -18,6 +19,7 @@ from guardian.model.reclaim import (
     HpaState,
     MemberPod,
     NamespaceState,
+    NodeState,
     PodOwner,
     WorkloadState,
 )
@@ -294,6 +296,37 @@ class KubeReader:
         for message in errors:
             logger.warning("cluster read failed: %s", message)
         return ClusterSnapshot(workloads, namespaces, owners, controller_namespace, tuple(errors))
+
+    # ---------------------------------------------------------------- nodes
+    def node(self, name: str) -> NodeState:
+        """A node and the non-terminal pods bound to it, from every namespace: what the
+        scheduler's filters compare a waiting pod against (engine/remediation/scheduling.py)."""
+        obj = self.rest.get(object_path("v1", "nodes", None, name))
+        bound = f"spec.nodeName={name},status.phase!=Succeeded,status.phase!=Failed"
+        listing = self.rest.get(object_path("v1", "pods", None), [("fieldSelector", bound)])
+        pods = [p for p in listing.get("items") or [] if isinstance(p, dict)]
+        return node_state(obj, pods)
+
+    def with_nodes(self, snapshot: ClusterSnapshot) -> ClusterSnapshot:
+        """``snapshot`` with the nodes its workloads' pods run on, read only while pods
+        that ask for GPUs wait (demand is judged on them). A node that cannot be read is
+        left out, with why: the planner then counts no pod as fitting it."""
+        if not snapshot.pending_pods:
+            return snapshot
+        names = {
+            o.node
+            for o in snapshot.pod_owners.values()
+            if o.node and o.root is not None and o.root in snapshot.workloads
+        }
+        nodes: dict[str, NodeState] = {}
+        errors: dict[str, str] = {}
+        for name in sorted(names):
+            try:
+                nodes[name] = self.node(name)
+            except GuardianError as exc:
+                errors[name] = str(exc)
+                logger.warning("cannot read node %s: %s", name, exc)
+        return replace(snapshot, nodes=nodes, node_errors=errors)
 
 
 def _member(pod: Obj) -> MemberPod:

@@ -169,6 +169,7 @@ class RemediationLoop:
         snapshot = self._snapshot(alerts, now)
         if self.pending_pods is not None:
             snapshot = dataclasses.replace(snapshot, pending_pods=self.pending_pods.current())
+            snapshot = self.reader.with_nodes(snapshot)  # what waiting pods must fit
         alerts, mismatched = check_pods(alerts, snapshot)
         self.clusters.record([*refused, *mismatched], now)
         self.reconciler.run(self._view(now), snapshot, now)

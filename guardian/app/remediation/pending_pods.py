@@ -2,7 +2,9 @@
 
 An informer on pods with ``status.phase=Pending`` (list + watch, cluster-wide); a pod
 counts while it has no node, is not being deleted and requests an extended resource
-(engine/remediation/demand.py says when it could use an idle workload's GPUs).
+(engine/remediation/demand.py says when it could use an idle workload's GPUs). What the
+scheduler's filters compare is kept with it: its node selector, required node affinity,
+tolerations and every resource it requests (engine/remediation/pod_facts.py).
 """
 
 from __future__ import annotations
@@ -13,6 +15,12 @@ from kubernetes import client
 
 from guardian.adapters.kube.informer import Informer, Obj
 from guardian.engine.remediation.demand import extended_requests
+from guardian.engine.remediation.pod_facts import (
+    node_selector,
+    pod_requests,
+    required_affinity,
+    tolerations,
+)
 from guardian.model.reclaim import PendingPod
 from guardian.model.times import parse_rfc3339
 
@@ -31,7 +39,15 @@ def pending_pod(obj: Obj) -> PendingPod | None:
     if since is None:
         return None
     return PendingPod(
-        str(meta.get("namespace") or ""), str(meta.get("name") or ""), requests, since
+        str(meta.get("namespace") or ""),
+        str(meta.get("name") or ""),
+        requests,
+        since,
+        node=str(spec.get("nodeName") or ""),
+        node_selector=node_selector(obj),
+        affinity=required_affinity(obj),
+        tolerations=tolerations(obj),
+        resources=pod_requests(obj),
     )
 
 

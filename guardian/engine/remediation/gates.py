@@ -7,6 +7,7 @@ workload as read, and ``now`` in; a decision with its reason out.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import Enum
 
 from guardian.engine.remediation.demand import demand
@@ -49,21 +50,26 @@ def notify_outside(policy: ReclaimPolicy, parent: ReclaimPolicy | None) -> bool:
 def demand_wait(
     policy: ReclaimPolicy, ws: WorkloadState, snapshot: ClusterSnapshot, now: float
 ) -> tuple[str | None, str]:
-    """(why the reclaim waits for demand or None, what to add to the reclaim's reason)."""
+    """(why the reclaim waits for demand or None, what to add to the reclaim's reason).
+    Only a pod shown to fit a node the workload frees lets it go ahead."""
     condition = policy.spec.reclaim
     if condition.when is ReclaimWhen.ALWAYS:
         return None, ""
     if snapshot.pending_pods is None:
         return "reclaim.when is demand and the Pending pods are not known yet", ""
-    found = demand(ws, snapshot.pod_owners, snapshot.pending_pods, condition.pending_for, now)
+    found = demand(ws, snapshot, condition.pending_for, now)
     if not found.holds:
         return "reclaim.when is demand and its pods request no extended resource (GPU)", ""
-    if not found.waiting:
-        return (
-            f"no demand: no pod that could use its GPUs ({found.holding()} on one node) has "
-            f"been Pending for {condition.pending_for:.0f}s"
-        ), ""
-    return None, f"; waiting for its GPUs: {found.who()}"
+    if found.waiting:
+        return None, f"; waiting for its GPUs: {found.who()}"
+    if any(v.unread for v in found.misfits):
+        return f"reclaim.when is demand and {found.unknown()}", ""
+    if found.misfits:
+        return f"no demand: {found.none_fits()}", ""
+    return (
+        f"no demand: no pod that could use its GPUs ({found.holding()} on one node) has "
+        f"been Pending for {condition.pending_for:.0f}s"
+    ), ""
 
 
 class Handshake(Enum):
@@ -73,12 +79,27 @@ class Handshake(Enum):
     GIVE_UP = "give-up"
 
 
+def annotation_time(ts: float) -> str:
+    """How the controller writes a time that a workload answers (``reclaim-requested-at``):
+    RFC 3339, whole seconds."""
+    return rfc3339(ts)
+
+
+def as_written(ts: float) -> float:
+    """``ts`` at the precision ``annotation_time`` writes it (the fraction of a second cut,
+    as ``rfc3339`` cuts it): the ledger's exact time and the same time read back from the
+    object compare equal, and an acknowledgement is compared at that precision too."""
+    return datetime.fromtimestamp(ts, tz=UTC).replace(microsecond=0).timestamp()
+
+
 def checkpoint(
     policy: ReclaimPolicy, ws: WorkloadState, requested: float | None, now: float
 ) -> tuple[Handshake, str]:
     """The handshake's next move and its reason. ``requested``: when this episode asked.
     An acknowledgement counts when it is not older than the request, even after the
-    timeout (a late one): the workload says its state is safe."""
+    timeout (a late one): the workload says its state is safe. Both are compared in whole
+    seconds, the precision of the annotations: an acknowledgement written in the second
+    of the request counts."""
     spec = policy.spec.checkpoint
     if not spec.enabled:
         return Handshake.RECLAIM, ""
@@ -87,10 +108,11 @@ def checkpoint(
             f"checkpoint requested ({Annotations.RECLAIM_REQUESTED_AT}); reclaim after "
             f"{Annotations.CHECKPOINTED_AT} or in {spec.timeout:.0f}s"
         )
+    requested = as_written(requested)
     acked = parse_rfc3339(ws.annotations.get(Annotations.CHECKPOINTED_AT))
     deadline = requested + spec.timeout
-    if acked is not None and acked >= requested:
-        late = " (after the timeout)" if acked > deadline else ""
+    if acked is not None and as_written(acked) >= requested:
+        late = " (after the timeout)" if as_written(acked) > deadline else ""
         return Handshake.RECLAIM, f"; checkpointed at {rfc3339(acked)}{late}"
     if now < deadline:
         return Handshake.WAIT, (
@@ -106,9 +128,14 @@ def checkpoint(
 
 
 def requested_at(ws: WorkloadState, recorded: float | None, notified: float) -> float | None:
-    """When this episode asked for a checkpoint: the ledger's step, else the annotation
-    when it is newer than the episode's notification (state lives on the object)."""
+    """When this episode asked for a checkpoint, as written on the object: the ledger's
+    step, else the annotation when it is not older than the episode's notification
+    (state lives on the object). Either way in whole seconds (``as_written``), so that an
+    acknowledgement compares the same before and after a restart."""
     if recorded is not None:
-        return recorded
+        return as_written(recorded)
     on_object = parse_rfc3339(ws.annotations.get(Annotations.RECLAIM_REQUESTED_AT))
-    return on_object if on_object is not None and on_object >= notified else None
+    if on_object is None:
+        return None
+    on_object = as_written(on_object)
+    return on_object if on_object >= as_written(notified) else None

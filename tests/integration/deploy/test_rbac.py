@@ -9,6 +9,7 @@ authorizer decides; then every granted (group, resource, verb) must have been us
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Sequence
@@ -34,7 +35,7 @@ from guardian.app.settings.remediation import SharedStateSettings
 from guardian.engine.notify.click_plan import Click
 from guardian.model.labels import LabelSet
 from guardian.model.policies_crd import crds
-from guardian.model.reclaim import ActionKind, Plan, PlannedAction
+from guardian.model.reclaim import ActionKind, PendingPod, Plan, PlannedAction
 from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
 from guardian.model.shared_episode import EpisodeState
 from testbed.kubeapi import FakeKubeAPI, ResourceType, ScaleSpec
@@ -53,6 +54,7 @@ ROLLOUT = ResourceType(
     scale=ScaleSpec(label_selector="status.selector"),
 )
 MUTATING = {"create", "update", "patch", "delete", "deletecollection"}
+NODE = ResourceType("", "v1", "Node", "nodes", namespaced=False)
 
 
 @dataclass(frozen=True)
@@ -195,7 +197,7 @@ def kube_clock() -> ManualClock:
 
 @pytest.fixture
 def kube_resources() -> Sequence[ResourceType]:
-    return (LWS, ROLLOUT)
+    return (LWS, ROLLOUT, NODE)
 
 
 def _accesses(kube: FakeKubeAPI) -> list[Access]:
@@ -280,7 +282,20 @@ def test_controller_rbac_is_exactly_what_the_controller_calls(
     assert len(kube.objects("ConfigMap", NS)) == 2
 
     _policy_objects_and_pending_pods(kube, api_client, rest)
+    _nodes_for_demand(kube, reader)
     check(_accesses(kube), grants(builds["base"], "gpu-guardian-controller"))
+
+
+def _nodes_for_demand(kube: FakeKubeAPI, reader: KubeReader) -> None:
+    """While a GPU pod waits, the node an idle workload runs on is read (get) with the
+    pods bound to it (a cluster-wide list by field selector)."""
+    kube.create(b.node("gpu-node-1"))
+    kube.create(b.pod("on-node", "ml", node="gpu-node-1"))
+    snapshot = reader.snapshot([("ml", "on-node")], [], NS)
+    waiting = PendingPod("ml", "waiting", {"nvidia.com/gpu": 1}, NOW)
+    read = reader.with_nodes(dataclasses.replace(snapshot, pending_pods=(waiting,)))
+    assert not read.node_errors
+    assert [p.name for p in read.nodes["gpu-node-1"].pods] == ["on-node"]
 
 
 def _policy_objects_and_pending_pods(kube: FakeKubeAPI, api_client: Any, rest: KubeRest) -> None:

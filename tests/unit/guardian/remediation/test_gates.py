@@ -15,6 +15,7 @@ from guardian.model.reclaim import (
     ClusterSnapshot,
     LedgerEntry,
     LedgerView,
+    NodeState,
     PendingPod,
     Plan,
     PodOwner,
@@ -46,7 +47,11 @@ def gpu_snapshot(
     ws = dataclasses.replace(workload(annotations=annotations), pods=("web-1",))
     base = snapshot(ws)
     owner = PodOwner("ml", "web-1", ws.ref, node="n1", uid="u1", requests={"nvidia.com/gpu": gpus})
-    return dataclasses.replace(base, pod_owners={("ml", "web-1"): owner}, pending_pods=pending)
+    # Demand counts only a pod shown to fit the node: n1 has room for any of these pods.
+    node = NodeState("n1", allocatable={"nvidia.com/gpu": 8, "pods": 110})
+    return dataclasses.replace(
+        base, pod_owners={("ml", "web-1"): owner}, pending_pods=pending, nodes={"n1": node}
+    )
 
 
 def waiting(
