@@ -30,7 +30,7 @@ from guardian.adapters.sqlite_db import Database
 from guardian.app.remediation.clusters import ClusterFilter, SourceClusters, alerts_only
 from guardian.app.remediation.journal import EpisodeJournal
 from guardian.app.remediation.leader import LeaseElector
-from guardian.app.remediation.loop import RemediationLoop
+from guardian.app.remediation.loop import LoopParts, LoopSettings, LoopSource, RemediationLoop
 from guardian.app.remediation.metrics import RemediationMetrics
 from guardian.app.remediation.pending_pods import PendingPods
 from guardian.app.remediation.policy_files import load_policies
@@ -214,26 +214,20 @@ def build_remediation(
         writer = FencedRest(rest, elector.check)  # every write asks the Lease first
     reader = KubeReader(writer)
     journal = EpisodeJournal(shared_store(writer, settings), identity)
+    planner = PlannerSettings(
+        dry_run=settings.dry_run,
+        kill_switch=settings.kill_switch,
+        max_actions_per_cycle=settings.max_actions_per_cycle,
+        max_health_age=settings.max_health_age,
+        pipeline_groups=tuple(pipeline_groups),
+    )
+    executor = Executor(writer, reader, instance=identity)
     loop = RemediationLoop(
-        policies=policies,
-        reader=reader,
-        executor=Executor(writer, reader, instance=identity),
-        ledger=ledger,
-        alerts=alerts,
-        planner=PlannerSettings(
-            dry_run=settings.dry_run,
-            kill_switch=settings.kill_switch,
-            max_actions_per_cycle=settings.max_actions_per_cycle,
-            max_health_age=settings.max_health_age,
-            pipeline_groups=tuple(pipeline_groups),
-        ),
-        controller_namespace=settings.controller_namespace,
-        cycle_interval=settings.cycle_interval,
-        metrics=metrics,
-        is_leader=elector.is_leader if elector is not None else (lambda: True),
-        journal=journal,
-        ready=ready,
-        clusters=clusters,
+        policies,
+        LoopParts(reader, executor, ledger, journal, clusters),
+        LoopSource(alerts, ready, elector.is_leader if elector is not None else lambda: True),
+        LoopSettings(planner, settings.controller_namespace, settings.cycle_interval),
+        metrics,
     )
     parts = RemediationParts(loop, ledger, rest, metrics, journal, elector)
     _watch(parts, settings, writer, identity)

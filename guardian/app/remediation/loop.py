@@ -21,6 +21,7 @@ import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from functools import partial
 
 from guardian.adapters.kube.executor import PARTLY_IDLE_EVENT, Executor
@@ -36,7 +37,7 @@ from guardian.app.remediation.policy_objects import PolicyObjects
 from guardian.app.remediation.reconcile import Reconciler
 from guardian.app.remediation.recording import StepRecorder
 from guardian.app.remediation.step_runner import Ready, StepRunner
-from guardian.engine.remediation import PlannerSettings, is_pipeline, plan
+from guardian.engine.remediation import Cycle, PlannerSettings, is_pipeline, plan
 from guardian.engine.remediation.scope import check_pods
 from guardian.model.alerts import GroupEvaluation
 from guardian.model.policies import Annotations, Mode, ReclaimPolicy
@@ -74,39 +75,59 @@ def group_health(evaluation: GroupEvaluation) -> GroupHealth:
     return GroupHealth(evaluation.group, evaluation.ts, not bad, reason)
 
 
+@dataclass(frozen=True)
+class LoopParts:
+    """What a loop reads and writes through: the cluster (reader, executor), the ledger,
+    the episode state the replicas share, and the cluster filter."""
+
+    reader: KubeReader
+    executor: Executor
+    ledger: Ledger
+    journal: EpisodeJournal | None = None
+    clusters: ClusterFilter | None = None
+
+
+@dataclass(frozen=True)
+class LoopSource:
+    """The engine's side: its alerts now, whether every group has been evaluated since it
+    started, and whether this replica leads."""
+
+    alerts: Callable[[], Sequence[FiringAlert]]
+    ready: Callable[[], bool] = lambda: True
+    is_leader: Callable[[], bool] = lambda: True
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    planner: PlannerSettings
+    controller_namespace: str
+    cycle_interval: float = 60.0  # evaluation time between two cycles
+
+
 class RemediationLoop:
     def __init__(
         self,
-        *,
         policies: Sequence[ReclaimPolicy],
-        reader: KubeReader,
-        executor: Executor,
-        ledger: Ledger,
-        alerts: Callable[[], Sequence[FiringAlert]],
-        planner: PlannerSettings,
-        controller_namespace: str,
-        cycle_interval: float = 60.0,
+        parts: LoopParts,
+        source: LoopSource,
+        settings: LoopSettings,
         metrics: RemediationMetrics | None = None,
-        is_leader: Callable[[], bool] = lambda: True,
-        journal: EpisodeJournal | None = None,
-        ready: Callable[[], bool] = lambda: True,
-        clusters: ClusterFilter | None = None,
     ) -> None:
         self.policies = list(policies)
-        self.reader = reader
-        self.executor = executor
-        self.ledger = ledger
-        self.alerts = alerts
-        self.planner = planner
-        self.controller_namespace = controller_namespace
-        self.cycle_interval = cycle_interval
+        self.reader = parts.reader
+        self.executor = executor = parts.executor
+        self.ledger = ledger = parts.ledger
+        self.alerts = source.alerts
+        self.planner = settings.planner
+        self.controller_namespace = settings.controller_namespace
+        self.cycle_interval = settings.cycle_interval
         self.metrics = metrics or RemediationMetrics()
-        self.is_leader = is_leader
-        self.journal = journal
-        self.ready = ready
+        self.is_leader = source.is_leader
+        self.journal = journal = parts.journal
+        self.ready = source.ready
         self.recorder = StepRecorder(ledger, self.metrics, journal)
         self.reconciler = Reconciler(ledger, self.recorder, executor.events, journal)
-        self.clusters = clusters or ClusterFilter(metrics=self.metrics)
+        self.clusters = parts.clusters or ClusterFilter(metrics=self.metrics)
         self.health: dict[str, GroupHealth] = {}
         self.suppressions: SuppressionSource = lambda _alerts: NOT_CHECKED
         self.held: Suppressions = NOT_CHECKED  # this cycle's answer
@@ -230,17 +251,10 @@ class RemediationLoop:
         return self.reader.snapshot(pods, view.open_episodes, self.controller_namespace)
 
     def _plan(self, alerts: Sequence[FiringAlert], snapshot: ClusterSnapshot, now: float) -> Plan:
-        return plan(
-            alerts,
-            self.policies,
-            snapshot,
-            self._view(now),
-            now,
-            health=self.health,
-            settings=self.planner,
-            suppressions=self.held,
-            evidence_gap=self.clusters.gap(),
+        cycle = Cycle(
+            alerts, snapshot, self._view(now), now, self.health, self.held, self.clusters.gap()
         )
+        return plan(cycle, self.policies, self.planner)
 
     def _replan_one(
         self, action: PlannedAction, snapshot: ClusterSnapshot, now: float
@@ -266,18 +280,17 @@ class RemediationLoop:
         mine = [a for a in alerts if (o := snapshot.pod_owners.get(_pod_of(a))) and o.root == ref]
         owners = dict(snapshot.pod_owners)
         owners.update({key: self.reader.resolve_pod(*key) for key in {_pod_of(a) for a in mine}})
-        again = plan(
+        cycle = Cycle(
             mine + [a for a in alerts if is_pipeline(a.labels)],
-            self.policies,
             dataclasses.replace(
                 snapshot, workloads=workloads, namespaces=namespaces, pod_owners=owners
             ),
             self._view(now),
             now,
-            health=self.health,
-            settings=self.planner,
-            suppressions=self.held,
+            self.health,
+            self.held,
         )
+        again = plan(cycle, self.policies, self.planner)
         for candidate in again.actions:
             if candidate.workload == ref:
                 return candidate, fresh

@@ -64,6 +64,22 @@ class PlannerSettings:
     pipeline_groups: tuple[str, ...] = ()  # rule groups whose health every action needs
 
 
+@dataclass(frozen=True)
+class Cycle:
+    """What one cycle plans from: the alerts (pending and firing, pipeline ones too), the
+    cluster as read, the ledger's view, the time, the rule groups' last evaluations,
+    Alertmanager's silences and, when the alerts may be incomplete, why
+    (``evidence_gap``: then no episode closes for lack of alerts)."""
+
+    alerts: Sequence[FiringAlert]
+    snapshot: ClusterSnapshot
+    ledger: LedgerView
+    now: float
+    health: Mapping[str, GroupHealth] = field(default_factory=dict)
+    suppressions: Suppressions = NOT_CHECKED
+    evidence_gap: str = ""
+
+
 def workload_episode(ref: WorkloadRef, started_at: float) -> str:
     """One episode per workload: the same ID whoever computes it from the same start."""
     identity = LabelSet(
@@ -126,24 +142,17 @@ class _Cycle:
 
 class _Planner:
     def __init__(
-        self,
-        policies: Sequence[ReclaimPolicy],
-        snapshot: ClusterSnapshot,
-        ledger: LedgerView,
-        now: float,
-        health: Mapping[str, GroupHealth],
-        settings: PlannerSettings,
-        pipeline_alerts: list[FiringAlert],
+        self, cycle: Cycle, policies: Sequence[ReclaimPolicy], settings: PlannerSettings
     ) -> None:
         self.policies = policies
-        self.snapshot = snapshot
-        self.ledger = ledger
-        self.now = now
-        self.health = health
+        self.snapshot = snapshot = cycle.snapshot
+        self.ledger = cycle.ledger
+        self.now = cycle.now
+        self.health = cycle.health
         self.settings = settings
-        self.pipeline_alerts = pipeline_alerts
+        self.pipeline_alerts = [a for a in cycle.alerts if is_pipeline(a.labels)]
         self.cycle = _Cycle()
-        self.suppressions: Suppressions = NOT_CHECKED  # set by plan(): Alertmanager's view
+        self.suppressions = cycle.suppressions  # Alertmanager's view
         self.actions: list[PlannedAction] = []
         self.waits: list[Wait] = []
         ns = snapshot.namespaces.get(snapshot.controller_namespace)
@@ -364,45 +373,43 @@ class _Planner:
 
 
 def plan(
-    alerts: Sequence[FiringAlert],
-    policies: Sequence[ReclaimPolicy],
-    snapshot: ClusterSnapshot,
-    ledger: LedgerView,
-    now: float,
-    *,
-    health: Mapping[str, GroupHealth] | None = None,
-    settings: PlannerSettings | None = None,
-    suppressions: Suppressions = NOT_CHECKED,
-    evidence_gap: str = "",
+    cycle: Cycle, policies: Sequence[ReclaimPolicy], settings: PlannerSettings | None = None
 ) -> Plan:
-    """The plan for this cycle. Only firing, non-pipeline alerts start or advance a ladder;
-    ``suppressions`` (Alertmanager's silences) hold ladder steps, never a restore.
-    ``evidence_gap``: why this cycle's alerts may be incomplete ("" when they are not);
-    then, as when a rule group's evaluation failed, no episode closes for lack of alerts."""
+    """The plan for ``cycle``. Only firing, non-pipeline alerts start or advance a ladder;
+    Alertmanager's silences hold ladder steps, never a restore."""
     settings = settings or PlannerSettings()
-    pipeline = [a for a in alerts if is_pipeline(a.labels)]
-    planner = _Planner(policies, snapshot, ledger, now, health or {}, settings, pipeline)
-    planner.suppressions = suppressions
+    planner = _Planner(cycle, policies, settings)
     planner.restores()
-    firing = [a for a in alerts if a.firing and not is_pipeline(a.labels)]
-    roots = by_root(firing, snapshot, planner.waits)
+    firing = [a for a in cycle.alerts if a.firing and not is_pipeline(a.labels)]
+    roots = by_root(firing, cycle.snapshot, planner.waits)
     for ref in sorted(roots, key=str):
         planner.workload(ref, roots[ref])
     # A pending alert keeps its episode open: an engine that restarted without its state
     # fires it again after `for`, and the ladder goes on where it was.
-    held = set(roots) | pending_roots(alerts, snapshot)
-    groups = set(health or {}) | set(settings.pipeline_groups)
-    gap = evidence_gap or unevaluated(groups, health or {}, now, settings.max_health_age) or ""
+    held = set(roots) | pending_roots(cycle.alerts, cycle.snapshot)
+    closed = _closed(cycle, settings, held, planner.waits)
+    return Plan(cycle.now, tuple(planner.actions), tuple(planner.waits), closed)
+
+
+def _closed(
+    cycle: Cycle, settings: PlannerSettings, held: set[WorkloadRef], waits: list[Wait]
+) -> tuple[tuple[WorkloadRef, str], ...]:
+    """The open episodes whose alerts ended, shown by a healthy evaluation; the others
+    whose alerts cannot be seen now are held as they are (a Wait in ``waits``)."""
+    groups = set(cycle.health) | set(settings.pipeline_groups)
+    gap = cycle.evidence_gap or unevaluated(
+        groups, cycle.health, cycle.now, settings.max_health_age
+    )
     closed: list[tuple[WorkloadRef, str]] = []
     for ref, (episode, _started, policy) in sorted(
-        ledger.open_episodes.items(), key=lambda kv: str(kv[0])
+        cycle.ledger.open_episodes.items(), key=lambda kv: str(kv[0])
     ):
-        if not episode_over(ref, snapshot, ref in held):
+        if not episode_over(ref, cycle.snapshot, ref in held):
             continue
-        if gap and ref in snapshot.workloads:
+        if gap and ref in cycle.snapshot.workloads:
             # Alerts that could not be evaluated have not ended: hold the episode as it is.
             why = f"held: its alerts cannot be seen now ({gap}); the episode stays open"
-            planner.waits.append(Wait(ref, why, policy, episode, refused=False))
+            waits.append(Wait(ref, why, policy, episode, refused=False))
             continue
         closed.append((ref, episode))
-    return Plan(now, tuple(planner.actions), tuple(planner.waits), tuple(closed))
+    return tuple(closed)

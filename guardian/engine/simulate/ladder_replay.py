@@ -21,7 +21,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from guardian.engine.remediation import PlannerSettings, is_pipeline, plan
+from guardian.engine.remediation import Cycle, PlannerSettings, is_pipeline, plan
 from guardian.engine.remediation.guards import pipeline_reason
 from guardian.engine.simulate.rule_replay import EvaluationRecord
 from guardian.model.alerts import GroupEvaluation, TransitionKind
@@ -154,9 +154,8 @@ class LadderReplay:
         ]
         snapshot = dataclasses.replace(self.snapshot, workloads=self._read(relevant))
         view = self._view(now)
-        result = self.planner(
-            relevant, self.policies, snapshot, view, now, health=self.health, settings=self.settings
-        )
+        cycle = Cycle(relevant, snapshot, view, now, self.health)
+        result = self.planner(cycle, self.policies, self.settings)
         for wait in result.waits:
             self._wait(wait, now)
         for ref, _episode in result.closed_episodes:

@@ -21,7 +21,7 @@ from guardian.adapters.kube.executor import Executor
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.ledger import Ledger
 from guardian.adapters.openmetrics import Sample, render_openmetrics
-from guardian.app.remediation.loop import RemediationLoop
+from guardian.app.remediation.loop import LoopParts, LoopSettings, LoopSource, RemediationLoop
 from guardian.app.remediation.status import build_status
 from guardian.engine.remediation import PlannerSettings
 from guardian.model.alerts import EvaluationHealth, GroupEvaluation, RuleOutcome
@@ -247,13 +247,14 @@ def test_the_recheck_before_a_step_reads_the_pod_again(
               "pod": "train-1", "node": "n1", "pod_uid": pod["metadata"]["uid"]}  # fmt: skip
     idle = FiringAlert(LabelSet(labels), NOW - 3600, True, group="idle")
     loop = RemediationLoop(
-        policies=parse_policies(POLICY, "p.yaml"),
-        reader=ReplacesThePod(kube, reader),  # type: ignore[arg-type]
-        executor=executor,
-        ledger=Ledger.open(str(tmp_path / "state.db")),
-        alerts=lambda: [idle],
-        planner=PlannerSettings(dry_run=False),
-        controller_namespace="gpu-guardian",
+        parse_policies(POLICY, "p.yaml"),
+        LoopParts(
+            ReplacesThePod(kube, reader),  # type: ignore[arg-type]
+            executor,
+            Ledger.open(str(tmp_path / "state.db")),
+        ),
+        LoopSource(lambda: [idle]),
+        LoopSettings(PlannerSettings(dry_run=False), "gpu-guardian"),
     )
     evaluation = GroupEvaluation(
         "idle", "r.yaml", NOW, (RuleOutcome("GpuIdle", EvaluationHealth.OK),), ()

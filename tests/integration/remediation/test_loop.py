@@ -13,7 +13,7 @@ from guardian.adapters.kube.executor import Executor
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.ledger import Ledger
 from guardian.app.remediation.clusters import ClusterFilter
-from guardian.app.remediation.loop import RemediationLoop
+from guardian.app.remediation.loop import LoopParts, LoopSettings, LoopSource, RemediationLoop
 from guardian.engine.remediation import PlannerSettings
 from guardian.model.alerts import EvaluationHealth, GroupEvaluation, RuleOutcome
 from guardian.model.labels import LabelSet
@@ -51,14 +51,10 @@ def evaluation(ts: float, group: str = "idle", ok: bool = True) -> GroupEvaluati
 def make_loop(reader: KubeReader, executor: Executor, tmp_path: Path, **planner: Any) -> Any:
     ledger = Ledger.open(str(tmp_path / "state.db"))
     loop = RemediationLoop(
-        policies=parse_policies(POLICY, "p.yaml"),
-        reader=reader,
-        executor=executor,
-        ledger=ledger,
-        alerts=lambda: [ALERT],
-        planner=PlannerSettings(**{"dry_run": False, **planner}),
-        controller_namespace="gpu-guardian",
-        cycle_interval=60,
+        parse_policies(POLICY, "p.yaml"),
+        LoopParts(reader, executor, ledger),
+        LoopSource(lambda: [ALERT]),
+        LoopSettings(PlannerSettings(**{"dry_run": False, **planner}), "gpu-guardian", 60),
     )
     return loop, ledger
 

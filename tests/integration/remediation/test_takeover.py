@@ -21,7 +21,7 @@ from guardian.adapters.kube.rest import KubeRest
 from guardian.adapters.ledger import Ledger
 from guardian.app.remediation.journal import EpisodeJournal
 from guardian.app.remediation.leader import LeaseElector
-from guardian.app.remediation.loop import RemediationLoop
+from guardian.app.remediation.loop import LoopParts, LoopSettings, LoopSource, RemediationLoop
 from guardian.app.remediation.reconcile import FOUND_APPLIED, RESTORED_OUTSIDE
 from guardian.app.remediation.status import build_status
 from guardian.app.remediation.status_cluster import read_episodes
@@ -71,15 +71,10 @@ def replica(rest: KubeRest, tmp_path: Path, name: str, alerts: list[FiringAlert]
     ledger = Ledger.open(str(tmp_path / f"{name}.db"))
     journal = EpisodeJournal(EpisodeStore(rest, "gpu-guardian"), name)
     loop = RemediationLoop(
-        policies=parse_policies(POLICY, "p.yaml"),
-        reader=reader,
-        executor=Executor(rest, reader, instance=name),
-        ledger=ledger,
-        alerts=lambda: alerts,
-        planner=PlannerSettings(dry_run=False),
-        controller_namespace="gpu-guardian",
-        cycle_interval=60,
-        journal=journal,
+        parse_policies(POLICY, "p.yaml"),
+        LoopParts(reader, Executor(rest, reader, instance=name), ledger, journal),
+        LoopSource(lambda: alerts),
+        LoopSettings(PlannerSettings(dry_run=False), "gpu-guardian", 60),
     )
     return Replica(loop, ledger, journal)
 

@@ -9,7 +9,7 @@ import dataclasses
 
 import pytest
 
-from guardian.engine.remediation import PlannerSettings, plan
+from guardian.engine.remediation import Cycle, PlannerSettings, plan
 from guardian.engine.remediation.gates import annotation_time, as_written, requested_at
 from guardian.engine.remediation.ladder import workload_episode
 from guardian.model.policies import Annotations
@@ -41,7 +41,7 @@ def cluster(**annotations: str) -> ClusterSnapshot:
 
 
 def run(snap: ClusterSnapshot, view: LedgerView) -> Plan:
-    return plan([alert()], [HANDSHAKE], snap, view, NOW, health=healthy(), settings=REAL)
+    return plan(Cycle([alert()], snap, view, NOW, health=healthy()), [HANDSHAKE], REAL)
 
 
 def test_the_written_time_reads_back_as_the_compared_time() -> None:

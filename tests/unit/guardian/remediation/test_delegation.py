@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from guardian.engine.remediation import PlannerSettings, plan
+from guardian.engine.remediation import Cycle, PlannerSettings, plan
 from guardian.engine.remediation.delegation import review, violations
 from guardian.model.policies import ReclaimPolicy
 from guardian.model.reclaim import LedgerView
@@ -160,13 +160,9 @@ def test_a_team_policy_cannot_delegate() -> None:
 
 def run(*policies: ReclaimPolicy) -> tuple[list[tuple[str, str]], list[str]]:
     result = plan(
-        [alert()],
+        Cycle([alert()], snapshot(), LedgerView(), NOW, health=healthy()),
         list(policies),
-        snapshot(),
-        LedgerView(),
-        NOW,
-        health=healthy(),
-        settings=PlannerSettings(dry_run=False, pipeline_groups=("pipeline",)),
+        PlannerSettings(dry_run=False, pipeline_groups=("pipeline",)),
     )
     return [(a.step.value, a.policy) for a in result.actions], [w.reason for w in result.waits]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from guardian.engine.remediation import PlannerSettings, plan
+from guardian.engine.remediation import Cycle, PlannerSettings, plan
 from guardian.engine.remediation.demand import demand as judge_demand
 from guardian.engine.remediation.ladder import workload_episode
 from guardian.model.reclaim import (
@@ -229,7 +229,7 @@ CASES = [
 def test_demand_fits_the_node(case: Case) -> None:
     policy = enforce(reclaim={"when": "demand", "pendingFor": "10m"})
     alerts = [alert(o.pod, node=o.node or "") for o in case.snap.pod_owners.values()]
-    result = plan(alerts, [policy], case.snap, view(), NOW, health=healthy(), settings=REAL)
+    result = plan(Cycle(alerts, case.snap, view(), NOW, health=healthy()), [policy], REAL)
     if case.expect.startswith("wait:"):
         assert not result.actions, result.actions
         reasons = [w.reason for w in result.waits]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from guardian.engine.remediation import PlannerSettings, plan
+from guardian.engine.remediation import Cycle, PlannerSettings, plan
 from guardian.engine.remediation.evidence import coverage, is_gpu_resource
 from guardian.engine.remediation.ladder import workload_episode
 from guardian.model.reclaim import (
@@ -47,13 +47,15 @@ def idle(pod: str, uuid: str = "", **labels: str) -> FiringAlert:
 def _plan(ws: WorkloadState, alerts: list[FiringAlert]) -> Plan:
     pods = {("ml", a.labels["pod"]): ws.ref for a in alerts}
     return plan(
-        alerts,
+        Cycle(
+            alerts,
+            snapshot(ws, pods=pods or {("ml", "x"): ws.ref}),
+            _view(ws.ref),
+            NOW,
+            health=healthy(),
+        ),
         [enforce()],
-        snapshot(ws, pods=pods or {("ml", "x"): ws.ref}),
-        _view(ws.ref),
-        NOW,
-        health=healthy(),
-        settings=REAL,
+        REAL,
     )
 
 
@@ -245,13 +247,15 @@ def test_an_alert_the_policy_does_not_act_on_is_no_evidence() -> None:
     ws = _deploy(member("web-1"), member("web-2"))
     alerts = [idle("web-1"), idle("web-2", alertname="GpuMemoryUnderutilized")]
     result = plan(
-        alerts,
+        Cycle(
+            alerts,
+            snapshot(ws, pods={("ml", "web-1"): ws.ref, ("ml", "web-2"): ws.ref}),
+            _view(ws.ref),
+            NOW,
+            health=healthy(),
+        ),
         [enforce(alerts={"names": ["GpuIdle"]})],
-        snapshot(ws, pods={("ml", "web-1"): ws.ref, ("ml", "web-2"): ws.ref}),
-        _view(ws.ref),
-        NOW,
-        health=healthy(),
-        settings=REAL,
+        REAL,
     )
     assert "web-2 (busy or unknown: no idle alert)" in _outcome(result, ws.ref)
 
@@ -332,13 +336,15 @@ def test_partial_idleness_still_notifies_but_never_acts() -> None:
     # The first steps (notify, annotate) say what is idle; only the reclaim needs it all.
     ws = _deploy(member("web-1"), member("web-2"))
     result = plan(
-        [idle("web-1")],
+        Cycle(
+            [idle("web-1")],
+            snapshot(ws, pods={("ml", "web-1"): ws.ref}),
+            LedgerView(),
+            NOW,
+            health=healthy(),
+        ),
         [enforce()],
-        snapshot(ws, pods={("ml", "web-1"): ws.ref}),
-        LedgerView(),
-        NOW,
-        health=healthy(),
-        settings=REAL,
+        REAL,
     )
     assert [a.step for a in result.actions] == [LadderStep.NOTIFY]
 
@@ -401,10 +407,8 @@ def test_any_mix_of_busy_unknown_new_and_idle_parts(kind: str, parts: tuple[str,
         ws = workload(ws.ref, action=ActionKind.POD, replicas=None, members=ws.members)
     policies = [enforce(allowPodDeletion=True)] if kind == "Pod" else [enforce()]
     pods = {("ml", a.labels["pod"]): ws.ref for a in alerts} or {("ml", "x"): ws.ref}
-    result = plan(
-        alerts, policies, snapshot(ws, pods=pods), _view(ws.ref), NOW,
-        health=healthy(), settings=REAL,
-    )  # fmt: skip
+    cycle = Cycle(alerts, snapshot(ws, pods=pods), _view(ws.ref), NOW, health=healthy())
+    result = plan(cycle, policies, REAL)
     everything_idle = all(PARTS[p][2] for p in parts)
     reclaimed = any(a.step is LadderStep.RECLAIM for a in result.actions)
     assert reclaimed is everything_idle, _outcome(result, ws.ref)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from guardian.engine.remediation import PlannerSettings, plan
+from guardian.engine.remediation import Cycle, PlannerSettings, plan
 from guardian.engine.remediation.ladder import workload_episode
 from guardian.model.policies import Annotations, ReclaimPolicy
 from guardian.model.reclaim import (
@@ -216,7 +216,7 @@ CASES = [
 
 def run(case: Case) -> Plan:
     return plan(
-        [alert()], [case.policy], case.snap, case.ledger, case.now, health=healthy(), settings=REAL
+        Cycle([alert()], case.snap, case.ledger, case.now, health=healthy()), [case.policy], REAL
     )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from guardian.engine.remediation import PlannerSettings, plan
+from guardian.engine.remediation import Cycle, PlannerSettings, plan
 from guardian.engine.remediation.ladder import workload_episode
 from guardian.model.policies import NOTEBOOK_STOPPED, Annotations, ReclaimPolicy
 from guardian.model.reclaim import (
@@ -482,13 +482,15 @@ def _fail(action: Any) -> bool:
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_planner_table(case: Case) -> None:
     result = plan(
-        case.alerts,
+        Cycle(
+            case.alerts,
+            case.snap or snapshot(),
+            case.view or LedgerView(),
+            NOW,
+            health=case.health if case.health is not None else healthy(),
+        ),
         case.policies,
-        case.snap or snapshot(),
-        case.view or LedgerView(),
-        NOW,
-        health=case.health if case.health is not None else healthy(),
-        settings=case.settings,
+        case.settings,
     )
     if case.expect == "none":
         assert not result.actions
@@ -512,19 +514,13 @@ def test_memory_advice_alone_never_starts_any_step(settings: PlannerSettings) ->
     memory = alert(name="GpuMemoryUnderutilized", cls="rightsize", severity="info")
     for view in (LedgerView(), NOTIFIED_2H):
         result = plan(
-            [memory], [enforce()], snapshot(), view, NOW, health=healthy(), settings=settings
+            Cycle([memory], snapshot(), view, NOW, health=healthy()), [enforce()], settings
         )
         assert result.actions == (), result.actions
         assert [w.reason for w in result.waits] == ["no policy matches"]
     # The same workload idle as a whole is reclaimed: only the advice is left alone.
     idle = plan(
-        [memory, alert()],
-        [enforce()],
-        snapshot(),
-        NOTIFIED_2H,
-        NOW,
-        health=healthy(),
-        settings=REAL,
+        Cycle([memory, alert()], snapshot(), NOTIFIED_2H, NOW, health=healthy()), [enforce()], REAL
     )
     assert [(a.step, a.alert_labels["alertname"]) for a in idle.actions] == [
         (LadderStep.RECLAIM, "GpuIdle")
@@ -534,13 +530,15 @@ def test_memory_advice_alone_never_starts_any_step(settings: PlannerSettings) ->
 def test_shared_root_gets_one_action() -> None:
     snap = snapshot(pods={("ml", "web-1"): ref(), ("ml", "web-2"): ref()})
     result = plan(
-        [alert("web-1"), alert("web-2", active_at=NOW - 9000)],
+        Cycle(
+            [alert("web-1"), alert("web-2", active_at=NOW - 9000)],
+            snap,
+            LedgerView(),
+            NOW,
+            health=healthy(),
+        ),
         [enforce()],
-        snap,
-        LedgerView(),
-        NOW,
-        health=healthy(),
-        settings=REAL,
+        REAL,
     )
     assert len(result.actions) == 1
     # the episode starts with the earliest alert of the workload
@@ -562,18 +560,14 @@ def test_per_cycle_limits() -> None:
     view = LedgerView(opened, tuple(entries))
     alerts = [alert("a-1"), alert("b-1", active_at=NOW - 7100)]
     pol = enforce(ladder={"annotate": False, "gracePeriod": "1h"}, limits={"perCycle": 1})
-    result = plan(alerts, [pol], snap, view, NOW, health=healthy(), settings=REAL)
+    result = plan(Cycle(alerts, snap, view, NOW, health=healthy()), [pol], REAL)
     assert [(x.workload.name, x.step) for x in result.actions] == [("a", LadderStep.RECLAIM)]
     assert any("1 reclaims per cycle" in w.reason for w in result.waits)
     glob = PlannerSettings(dry_run=False, max_actions_per_cycle=0, pipeline_groups=("pipeline",))
     result = plan(
-        alerts,
+        Cycle(alerts, snap, view, NOW, health=healthy()),
         [enforce(ladder={"annotate": False})],
-        snap,
-        view,
-        NOW,
-        health=healthy(),
-        settings=glob,
+        glob,
     )
     assert not result.actions
 
@@ -582,24 +576,20 @@ def test_precedence_priority_then_specificity_then_name() -> None:
     low = enforce("low", priority=1)
     high = enforce("high", priority=5, mode="observe")
     result = plan(
-        [alert()], [low, high], snapshot(), LedgerView(), NOW, health=healthy(), settings=REAL
+        Cycle([alert()], snapshot(), LedgerView(), NOW, health=healthy()), [low, high], REAL
     )
     assert result.actions[0].policy == "high"
     assert result.actions[0].dry_run
     broad = enforce("broad")
     narrow = enforce("narrow", scope={"namespaces": ["ml"], "kinds": ["Deployment"]})
     result = plan(
-        [alert()], [broad, narrow], snapshot(), LedgerView(), NOW, health=healthy(), settings=REAL
+        Cycle([alert()], snapshot(), LedgerView(), NOW, health=healthy()), [broad, narrow], REAL
     )
     assert result.actions[0].policy == "narrow"
     result = plan(
-        [alert()],
+        Cycle([alert()], snapshot(), LedgerView(), NOW, health=healthy()),
         [enforce("b"), enforce("a")],
-        snapshot(),
-        LedgerView(),
-        NOW,
-        health=healthy(),
-        settings=REAL,
+        REAL,
     )
     assert result.actions[0].policy == "a"
 
@@ -611,13 +601,9 @@ def test_scope_selectors_and_kinds() -> None:
 
     def steps(**scope: Any) -> list[str]:
         result = plan(
-            [alert()],
+            Cycle([alert()], snap, LedgerView(), NOW, health=healthy()),
             [enforce(scope=scope)],
-            snap,
-            LedgerView(),
-            NOW,
-            health=healthy(),
-            settings=REAL,
+            REAL,
         )
         return [a.step.value for a in result.actions]
 
@@ -638,17 +624,13 @@ def test_scope_selectors_and_kinds() -> None:
 
 def test_episode_closes_when_alerts_end() -> None:
     result = plan(
-        [],
+        Cycle([], snapshot(), ledger((LadderStep.NOTIFY, NOW - 600)), NOW, health=healthy()),
         [enforce()],
-        snapshot(),
-        ledger((LadderStep.NOTIFY, NOW - 600)),
-        NOW,
-        health=healthy(),
-        settings=REAL,
+        REAL,
     )
     assert result.closed_episodes == ((ref(), EPISODE),)
     reclaimed = snapshot(workload(replicas=0, annotations={Annotations.RECLAIMED_AT: "x"}))
-    result = plan([], [enforce()], reclaimed, NOTIFIED_2H, NOW, health=healthy(), settings=REAL)
+    result = plan(Cycle([], reclaimed, NOTIFIED_2H, NOW, health=healthy()), [enforce()], REAL)
     assert result.closed_episodes == ()
 
 
@@ -675,14 +657,7 @@ def test_an_outage_holds_the_episode_instead_of_closing_it(
 ) -> None:
     # Prometheus down mid-grace: no alerts come, and that is not their end.
     result = plan(
-        [],
-        [enforce()],
-        snapshot(),
-        NOTIFIED_2H,
-        NOW,
-        health=health,
-        settings=REAL,
-        evidence_gap=gap,
+        Cycle([], snapshot(), NOTIFIED_2H, NOW, health=health, evidence_gap=gap), [enforce()], REAL
     )
     assert result.closed_episodes == ()
     (held,) = [w for w in result.waits if w.workload == ref()]
@@ -691,33 +666,33 @@ def test_an_outage_holds_the_episode_instead_of_closing_it(
     assert why in held.reason
     assert not held.refused
     # Once the evaluations are healthy again and the alerts are still gone, it closes.
-    after = plan([], [enforce()], snapshot(), NOTIFIED_2H, NOW, health=healthy(), settings=REAL)
+    after = plan(Cycle([], snapshot(), NOTIFIED_2H, NOW, health=healthy()), [enforce()], REAL)
     assert after.closed_episodes == ((ref(), EPISODE),)
 
 
 def test_an_outage_never_holds_the_episode_of_a_deleted_workload() -> None:
     gone = ClusterSnapshot({}, {"ml": NamespaceState("ml")}, {})
     failed = {**healthy(), "idle": GroupHealth("idle", NOW - 30, False, "down")}
-    result = plan([], [enforce()], gone, NOTIFIED_2H, NOW, health=failed, settings=REAL)
+    result = plan(Cycle([], gone, NOTIFIED_2H, NOW, health=failed), [enforce()], REAL)
     assert result.closed_episodes == ((ref(), EPISODE),)
 
 
 def test_deleted_workload_ends_its_episode_unreadable_keeps_it() -> None:
     gone = ClusterSnapshot({}, {"ml": NamespaceState("ml")}, {})
-    result = plan([], [enforce()], gone, NOTIFIED_2H, NOW, health=healthy(), settings=REAL)
+    result = plan(Cycle([], gone, NOTIFIED_2H, NOW, health=healthy()), [enforce()], REAL)
     assert result.closed_episodes == ((ref(), EPISODE),)
     unreadable = ClusterSnapshot({}, {}, {}, errors=(f"{ref()}: timeout",))
-    result = plan([], [enforce()], unreadable, NOTIFIED_2H, NOW, health=healthy(), settings=REAL)
+    result = plan(Cycle([], unreadable, NOTIFIED_2H, NOW, health=healthy()), [enforce()], REAL)
     assert result.closed_episodes == ()
 
 
 def test_pod_without_owner_waits_with_reason() -> None:
     snap = snapshot(pods={("ml", "web-1"): None})
-    result = plan([alert()], [enforce()], snap, LedgerView(), NOW, health=healthy(), settings=REAL)
+    result = plan(Cycle([alert()], snap, LedgerView(), NOW, health=healthy()), [enforce()], REAL)
     assert not result.actions
     assert "pod ml/web-1: not found" in result.waits[0].reason
     result = plan(
-        [alert(pod="")], [enforce()], snap, LedgerView(), NOW, health=healthy(), settings=REAL
+        Cycle([alert(pod="")], snap, LedgerView(), NOW, health=healthy()), [enforce()], REAL
     )
     assert "no namespace/pod labels" in result.waits[0].reason
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from guardian.engine.remediation import plan
+from guardian.engine.remediation import Cycle, plan
 from guardian.engine.remediation.guards import pod_mismatch
 from guardian.engine.remediation.scope import ClusterScope, Refusal, check_pods, scope_alerts
 from guardian.model.labels import LabelSet
@@ -126,7 +126,7 @@ def test_check_pods_and_the_planner_both_refuse_another_pod() -> None:
     assert ours == []
     assert refused[0].refusal is Refusal.POD_MISMATCH
     assert refused[0].reason.startswith("pod ml/web-1: the alert is about node n1")
-    result = plan([idle], [enforce()], moved, LedgerView(), NOW, health=healthy())
+    result = plan(Cycle([idle], moved, LedgerView(), NOW, health=healthy()), [enforce()])
     assert result.actions == ()
     assert any("not the pod the evidence is about" in w.reason for w in result.waits)
 
@@ -147,7 +147,9 @@ def test_a_cluster_wide_hold_says_so_and_why() -> None:
         True,
         group="pipeline",
     )
-    result = plan([alert(), down], [enforce()], snapshot(), LedgerView(), NOW, health=healthy())
+    result = plan(
+        Cycle([alert(), down], snapshot(), LedgerView(), NOW, health=healthy()), [enforce()]
+    )
     [wait] = [w for w in result.waits if w.workload == ref()]
     assert wait.reason == (
         "missing data is not idleness: GpuExporterDown is firing for its cluster "
@@ -165,6 +167,8 @@ def test_a_pipeline_alert_without_cluster_holds_a_clustered_alert() -> None:
         True,
         group="pipeline",
     )
-    result = plan([alert(), behind], [enforce()], snapshot(), LedgerView(), NOW, health=healthy())
+    result = plan(
+        Cycle([alert(), behind], snapshot(), LedgerView(), NOW, health=healthy()), [enforce()]
+    )
     assert result.actions == ()
     assert any("cluster-wide hold: PrometheusRemoteWriteBehind" in w.reason for w in result.waits)

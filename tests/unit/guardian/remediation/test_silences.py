@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from guardian.engine.remediation import PlannerSettings, plan
+from guardian.engine.remediation import Cycle, PlannerSettings, plan
 from guardian.model.policies import Annotations
 from guardian.model.reclaim import LedgerView, Plan
 from guardian.model.remediation_events import LadderStep
@@ -20,14 +20,11 @@ ASKED = frozenset({alert().labels})
 
 def _plan(suppressions: Suppressions, **spec: object) -> Plan:
     return plan(
-        [alert()],
+        Cycle(
+            [alert()], snapshot(), LedgerView(), NOW, health=healthy(), suppressions=suppressions
+        ),
         [enforce(**spec)],
-        snapshot(),
-        LedgerView(),
-        NOW,
-        health=healthy(),
-        settings=REAL,
-        suppressions=suppressions,
+        REAL,
     )
 
 
@@ -76,14 +73,16 @@ def test_respect_silences_false_ignores_alertmanager(held: Suppressions) -> None
 def test_exclusion_and_missing_data_are_said_before_silences() -> None:
     held = Suppressions(checked=True, held={alert().labels: SILENCED})
     result = plan(
-        [alert()],
+        Cycle(
+            [alert()],
+            snapshot(workload(annotations={Annotations.EXCLUDE: "true"})),
+            LedgerView(),
+            NOW,
+            health=healthy(),
+            suppressions=held,
+        ),
         [enforce()],
-        snapshot(workload(annotations={Annotations.EXCLUDE: "true"})),
-        LedgerView(),
-        NOW,
-        health=healthy(),
-        settings=REAL,
-        suppressions=held,
+        REAL,
     )
     assert "exclude=true" in result.waits[0].reason
 
@@ -98,14 +97,16 @@ def test_a_restore_is_never_held_by_a_silence() -> None:
         replicas=0,
     )
     result = plan(
-        [alert()],
+        Cycle(
+            [alert()],
+            snapshot(reclaimed),
+            LedgerView(),
+            NOW,
+            health=healthy(),
+            suppressions=Suppressions(checked=True, unavailable="down"),
+        ),
         [enforce()],
-        snapshot(reclaimed),
-        LedgerView(),
-        NOW,
-        health=healthy(),
-        settings=REAL,
-        suppressions=Suppressions(checked=True, unavailable="down"),
+        REAL,
     )
     assert [a.step for a in result.actions] == [LadderStep.RESTORE]
 
