@@ -29,7 +29,7 @@ from guardian.adapters.refused_alerts import RefusedAlertStore
 from guardian.adapters.sqlite_db import Database
 from guardian.app.remediation.clusters import ClusterFilter, SourceClusters, alerts_only
 from guardian.app.remediation.journal import EpisodeJournal
-from guardian.app.remediation.leader import LeaseElector
+from guardian.app.remediation.leader import LeaseElector, LeaseTiming
 from guardian.app.remediation.loop import LoopParts, LoopSettings, LoopSource, RemediationLoop
 from guardian.app.remediation.metrics import RemediationMetrics
 from guardian.app.remediation.pending_pods import PendingPods
@@ -207,9 +207,7 @@ def build_remediation(
             le.lease_namespace or settings.controller_namespace,
             le.lease_name,
             identity,
-            lease_duration=le.lease_duration,
-            renew_deadline=le.renew_deadline,
-            retry_period=le.retry_period,
+            LeaseTiming(le.lease_duration, le.renew_deadline, le.retry_period),
         )
         writer = FencedRest(rest, elector.check)  # every write asks the Lease first
     reader = KubeReader(writer)

@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from guardian.adapters.kube.fence import NotLeader
@@ -28,6 +29,23 @@ def _micro_time(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+@dataclass(frozen=True)
+class LeaseTiming:
+    """client-go's leader-election durations, in seconds."""
+
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+@dataclass(frozen=True)
+class Clocks:
+    """The wall clock (written into the Lease) and the monotonic one (deadlines)."""
+
+    wall: Callable[[], float] = time.time
+    monotonic: Callable[[], float] = time.monotonic
+
+
 class LeaseElector:
     def __init__(
         self,
@@ -35,12 +53,8 @@ class LeaseElector:
         namespace: str,
         name: str,
         identity: str,
-        *,
-        lease_duration: float = 15.0,
-        renew_deadline: float = 10.0,
-        retry_period: float = 2.0,
-        clock: Callable[[], float] = time.time,
-        monotonic: Callable[[], float] = time.monotonic,
+        timing: LeaseTiming = LeaseTiming(),
+        clocks: Clocks = Clocks(),
     ) -> None:
         self.rest = rest
         self.path = object_path("coordination.k8s.io/v1", "leases", namespace, name)
@@ -48,11 +62,11 @@ class LeaseElector:
         self.name = name
         self.namespace = namespace
         self.identity = identity
-        self.lease_duration = lease_duration
-        self.renew_deadline = renew_deadline
-        self.retry_period = retry_period
-        self.clock = clock
-        self.monotonic = monotonic
+        self.lease_duration = timing.lease_duration
+        self.renew_deadline = timing.renew_deadline
+        self.retry_period = timing.retry_period
+        self.clock = clocks.wall
+        self.monotonic = clocks.monotonic
         self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
         self._observed_at = 0.0
         self._leader = threading.Event()

@@ -28,7 +28,7 @@ from guardian.adapters.kube.executor import Executor, Hold
 from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.kube.rest import KubeRest
 from guardian.app.remediation.journal import EpisodeJournal
-from guardian.app.remediation.leader import LeaseElector
+from guardian.app.remediation.leader import LeaseElector, LeaseTiming
 from guardian.app.remediation.pending_pods import PendingPods
 from guardian.app.remediation.policy_objects import PolicyObjects
 from guardian.app.settings.remediation import SharedStateSettings
@@ -247,7 +247,7 @@ def test_controller_rbac_is_exactly_what_the_controller_calls(
     assert kube.get("Deployment", "train", "ml")["spec"]["replicas"] == 2
 
     # Leader election as `guardian run` does it: acquire (create), renew, release on stop.
-    elector = LeaseElector(rest, NS, "gpu-guardian", "a", retry_period=0.05)
+    elector = LeaseElector(rest, NS, "gpu-guardian", "a", LeaseTiming(retry_period=0.05))
     started, stop = threading.Event(), threading.Event()
     thread = threading.Thread(target=elector.run, args=(started.set, lambda: None, stop))
     thread.start()

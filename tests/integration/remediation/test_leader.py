@@ -6,7 +6,7 @@ import threading
 from typing import Any
 
 from guardian.adapters.kube.rest import KubeRest
-from guardian.app.remediation.leader import LeaseElector
+from guardian.app.remediation.leader import Clocks, LeaseElector, LeaseTiming
 from testbed.kubeapi import FakeKubeAPI
 
 
@@ -19,7 +19,14 @@ class Tick:
 
 
 def elector(rest: KubeRest, identity: str, tick: Tick, **timing: Any) -> LeaseElector:
-    return LeaseElector(rest, "gpu-guardian", "gpu-guardian", identity, monotonic=tick, **timing)
+    return LeaseElector(
+        rest,
+        "gpu-guardian",
+        "gpu-guardian",
+        identity,
+        LeaseTiming(**timing),
+        Clocks(monotonic=tick),
+    )
 
 
 def test_one_leader_and_takeover_after_expiry(kube: FakeKubeAPI, rest: KubeRest) -> None:
@@ -47,9 +54,7 @@ def test_losing_the_lease_stops_acting(kube: FakeKubeAPI, rest: KubeRest) -> Non
         "gpu-guardian",
         "gpu-guardian",
         "a",
-        lease_duration=1.0,
-        renew_deadline=0.5,
-        retry_period=0.05,
+        LeaseTiming(lease_duration=1.0, renew_deadline=0.5, retry_period=0.05),
     )
     started, stopped, stop = threading.Event(), threading.Event(), threading.Event()
     thread = threading.Thread(target=a.run, args=(started.set, stopped.set, stop))
@@ -68,7 +73,7 @@ def test_losing_the_lease_stops_acting(kube: FakeKubeAPI, rest: KubeRest) -> Non
 
 
 def test_clean_shutdown_releases_the_lease(kube: FakeKubeAPI, rest: KubeRest) -> None:
-    a = LeaseElector(rest, "gpu-guardian", "gpu-guardian", "a", retry_period=0.05)
+    a = LeaseElector(rest, "gpu-guardian", "gpu-guardian", "a", LeaseTiming(retry_period=0.05))
     started, stop = threading.Event(), threading.Event()
     thread = threading.Thread(target=a.run, args=(started.set, lambda: None, stop))
     thread.start()

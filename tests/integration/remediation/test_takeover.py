@@ -20,7 +20,7 @@ from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.kube.rest import KubeRest
 from guardian.adapters.ledger import Ledger
 from guardian.app.remediation.journal import EpisodeJournal
-from guardian.app.remediation.leader import LeaseElector
+from guardian.app.remediation.leader import Clocks, LeaseElector, LeaseTiming
 from guardian.app.remediation.loop import LoopParts, LoopSettings, LoopSource, RemediationLoop
 from guardian.app.remediation.reconcile import FOUND_APPLIED, RESTORED_OUTSIDE
 from guardian.app.remediation.status import build_status
@@ -215,9 +215,8 @@ def test_a_leader_whose_renewal_is_older_than_the_deadline_writes_nothing(
         "gpu-guardian",
         "gpu-guardian",
         "a",
-        renew_deadline=10.0,
-        retry_period=60.0,
-        monotonic=tick,
+        LeaseTiming(renew_deadline=10.0, retry_period=60.0),
+        Clocks(monotonic=tick),
     )
     started, stop = threading.Event(), threading.Event()
     thread = threading.Thread(target=elector.run, args=(started.set, lambda: None, stop))
