@@ -155,7 +155,7 @@ def test_unknown_method(slack_client: WebClient) -> None:
 def test_token_is_never_logged(
     fake_slack: FakeSlack, slack_client: WebClient, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level("DEBUG", logger="guardian")
+    caplog.set_level("DEBUG", logger="testbed")  # the fake's own logger
     slack_client.chat_postMessage(channel="C0123", text="x")
     _error(WebClient(token=WRONG_TOKEN, base_url=fake_slack.api_base_url).auth_test)
     assert caplog.records, "the fake logs each request at debug level"
