@@ -127,6 +127,7 @@ def engine_cycles(url: str, rules: Path, state: Path, cycles: int) -> dict[str, 
     """Runs in a child process: build the engine, run ``cycles`` evaluations."""
     from guardian.adapters.alert_store import AlertStore
     from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
+    from guardian.app.rules.engine_setup import EngineSinks
     from guardian.app.rules.runtime import RuleEngine
     from guardian.engine.rules.group_eval import CompiledGroup
     from guardian.engine.rules.loader import parse_rule_file
@@ -140,7 +141,7 @@ def engine_cycles(url: str, rules: Path, state: Path, cycles: int) -> dict[str, 
     )
     rule_file = parse_rule_file(rules.read_text(), str(rules))
     groups = [CompiledGroup.compile(g, 60.0) for g in rule_file.groups]
-    engine = RuleEngine(groups, querier.query, store=AlertStore.open(str(state)))
+    engine = RuleEngine(groups, querier.query, sinks=EngineSinks(store=AlertStore.open(str(state))))
     (group,) = groups
     out: dict[str, Any] = {"cycle_s": [], "query_s": [], "queries": [], "alerts": []}
     for n in range(cycles):

@@ -27,9 +27,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.adapters.procfs import ProcReader
-from exporter.app.collection import CollectionLoop, SnapshotStore
+from exporter.app.collection import CollectionLoop, CollectionTiming, NodeSources, SnapshotStore
 from exporter.app.metrics import RenderedSnapshot
 from exporter.app.server import ExporterApp, HttpServer
+from exporter.engine.snapshot_builder import SnapshotSetup
 from exporter.engine.vgpu import VgpuRatios
 from testbed.node.cgroups import cgroup_file_text, pod_cgroup_path, write_proc_entry
 from testbed.node.scenario import Scenario
@@ -143,8 +144,9 @@ def main() -> None:
         backend = SimulatedBackend(scenario, clock)
         store = SnapshotStore()
         collector = CollectionLoop(
-            backend, ProcReader(proc_root), store, node="bench-node", ratios=VgpuRatios(2.0),
-            interval=INTERVAL, timeout=30.0, backoff_max=60.0, clock=clock,
+            NodeSources(backend, ProcReader(proc_root)), store,
+            SnapshotSetup("bench-node", VgpuRatios(2.0)),
+            CollectionTiming(INTERVAL, timeout=30.0, backoff_max=60.0, clock=clock),
         )  # fmt: skip
 
         # 1. Collection cycles: CPU of the cycle minus the backend's (worker thread) CPU.

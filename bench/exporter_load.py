@@ -39,8 +39,9 @@ from exporter_bench import INTERVAL, Clock, busy_node, floor_registry, pct
 from prometheus_client.exposition import start_wsgi_server
 
 from exporter.adapters.procfs import ProcReader
-from exporter.app.collection import CollectionLoop, SnapshotStore
+from exporter.app.collection import CollectionLoop, CollectionTiming, NodeSources, SnapshotStore
 from exporter.app.server import REQUEST_TIMEOUT_S, ExporterApp, HttpServer, connection_limit
+from exporter.engine.snapshot_builder import SnapshotSetup
 from exporter.engine.vgpu import VgpuRatios
 from guardian_common.http_auth import Authenticator
 from guardian_common.http_server import ServerLimits
@@ -148,8 +149,9 @@ def main() -> None:
         scenario = busy_node(Path(tmp))
         store = SnapshotStore()
         collector = CollectionLoop(
-            SimulatedBackend(scenario, clock), ProcReader(Path(tmp)), store, node="bench-node",
-            ratios=VgpuRatios(2.0), interval=INTERVAL, timeout=30.0, backoff_max=60.0, clock=clock,
+            NodeSources(SimulatedBackend(scenario, clock), ProcReader(Path(tmp))), store,
+            SnapshotSetup("bench-node", VgpuRatios(2.0)),
+            CollectionTiming(INTERVAL, timeout=30.0, backoff_max=60.0, clock=clock),
         )  # fmt: skip
         collector.run_cycle()
         if store.current is None:

@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from guardian.adapters.alert_store import AlertStore
 from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
@@ -38,6 +39,19 @@ try:
     from guardian.engine.rules.sharding import Sharding
 except ImportError:  # an older checkout: its engine asks every query whole
     Sharding = None  # type: ignore[assignment,misc]
+try:
+    from guardian.app.rules.engine_setup import EngineSinks, EvaluationSetup
+except ImportError:  # an older checkout: its engine took each collaborator on its own
+    EngineSinks = None  # type: ignore[assignment,misc]
+
+
+def new_engine(groups: list[CompiledGroup], query: Any, store: AlertStore, **how: Any) -> Any:
+    """The engine with the alert store; ``how``: its fan_out and sharding, if any."""
+    if EngineSinks is None:
+        return RuleEngine(groups, query, store=store, **how)  # type: ignore[call-arg]
+    return RuleEngine(
+        groups, query, evaluation=EvaluationSetup(**how), sinks=EngineSinks(store=store)
+    )
 
 
 def peak_rss_mib() -> float:
@@ -64,7 +78,7 @@ def main(job_path: str, out_path: str) -> None:
     with tempfile.TemporaryDirectory(prefix="pack-engine-") as tmp, open(out_path, "w") as out:
         store = AlertStore.open(f"{tmp}/state.db")
         if ThreadFanOut is None:
-            engine = RuleEngine(groups, querier.query, store=store)
+            engine = new_engine(groups, querier.query, store)
         else:
             fan_out = ThreadFanOut(int(job.get("concurrent_queries", 1)))
             shards = int(job.get("query_shards", 1))
@@ -72,9 +86,7 @@ def main(job_path: str, out_path: str) -> None:
             if Sharding is not None and shards > 1:
                 labels = tuple(PrometheusSettings.model_fields["shard_labels"].default)
                 sharding = Sharding(shards, labels, LabelValuesCache(querier.label_values))
-            engine = RuleEngine(
-                groups, querier.query, store=store, fan_out=fan_out, sharding=sharding
-            )
+            engine = new_engine(groups, querier.query, store, fan_out=fan_out, sharding=sharding)
         for key, slots in sorted(job["slots"].items()):
             group = by_key[key]
             for ts in slots:

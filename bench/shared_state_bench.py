@@ -33,7 +33,7 @@ from guardian.adapters.kube.episode_store import MAX_SHARD_BYTES, EpisodeStore
 from guardian.adapters.kube.rest import KubeRest
 from guardian.app.notify.thread_handover import pack_finding
 from guardian.app.remediation.journal import EpisodeJournal
-from guardian.engine.notify.findings import FindingRules, new_finding
+from guardian.engine.notify.findings import AlertFacts, FindingRules, new_finding
 from guardian.model.labels import LabelSet
 from guardian.model.notifications import OwnerContext
 from guardian.model.reclaim import PlannedAction, Wait
@@ -77,7 +77,10 @@ def parent(i: int, episode: str, lbls: LabelSet) -> SlackParent:
     )
     ref = WorkloadRef("apps/v1", "Deployment", lbls["namespace"], f"train-llm-{i:05d}")
     finding = new_finding(
-        lbls, annotations, 0.004, T0, T0 + 60, FindingRules(), OwnerContext(workload=ref)
+        AlertFacts(lbls, annotations, 0.004, T0),
+        T0 + 60,
+        FindingRules(),
+        OwnerContext(workload=ref),
     )
     return SlackParent(
         f"episode:{finding.episode}",

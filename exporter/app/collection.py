@@ -11,12 +11,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TypeVar
 
 from exporter.app.metrics import RenderedSnapshot, RenderTimer
 from exporter.engine.cgroup import parse_cgroup_file
-from exporter.engine.snapshot_builder import BuilderState, build_snapshot
-from exporter.engine.vgpu import VgpuRatios
+from exporter.engine.snapshot_builder import BuilderState, SnapshotSetup, build_snapshot
 from exporter.model.attribution import NO_POD, CgroupIdentity
 from exporter.model.backend import CgroupReader, GpuBackend
 from exporter.model.enrichment import Enrichment
@@ -81,39 +81,50 @@ class SnapshotStore:
         self.ready.set()
 
 
+@dataclass(frozen=True)
+class NodeSources:
+    """Where a collection reads from: the GPUs and the processes' cgroup files."""
+
+    backend: GpuBackend
+    cgroups: CgroupReader
+
+
+@dataclass(frozen=True)
+class CollectionTiming:
+    """A cycle every ``interval`` seconds; a backend call is abandoned after ``timeout``;
+    re-initialisation backs off from ``interval`` up to ``backoff_max``."""
+
+    interval: float
+    timeout: float
+    backoff_max: float
+    clock: Callable[[], float] = time.time
+
+
 class CollectionLoop:
     def __init__(
         self,
-        backend: GpuBackend,
-        cgroups: CgroupReader,
+        sources: NodeSources,
         store: SnapshotStore,
+        setup: SnapshotSetup,
+        timing: CollectionTiming,
         *,
-        node: str,
-        cluster: str = "",
-        ratios: VgpuRatios,
-        interval: float,
-        timeout: float,
-        backoff_max: float,
-        clock: Callable[[], float] = time.time,
         render_timer: RenderTimer | None = None,
         enricher: Callable[[Snapshot], Enrichment] | None = None,
     ) -> None:
-        self._backend = backend
-        self._cgroups = cgroups
+        self._backend = sources.backend
+        self._cgroups = sources.cgroups
         self._store = store
-        self._node = node
-        self._cluster = cluster
-        self._ratios = ratios
-        self._interval = interval
-        self._timeout = timeout
-        self._backoff_max = backoff_max
-        self._clock = clock
+        self._setup = setup
+        self._interval = timing.interval
+        self._timeout = timing.timeout
+        self._backoff_max = timing.backoff_max
+        self._clock = timing.clock
         self._timer = render_timer or RenderTimer()
         self._enricher = enricher
         self._worker = _Worker()
         self._up = False
         self._next_init = 0.0
-        self._backoff = interval
+        self._backoff = timing.interval
         self._state = BuilderState()
         self._errors: dict[tuple[str, str], int] = {}
         self._stages: dict[str, float] = {}
@@ -188,11 +199,9 @@ class CollectionLoop:
             reading,
             identities,
             self._state,
-            node=self._node,
-            ratios=self._ratios,
+            self._setup,
             taken_at=now,
             health=self._health(up=True),
-            cluster=self._cluster,
         )
         if self._enricher is not None:
             snapshot = self._enrich(self._enricher, snapshot)
@@ -284,7 +293,9 @@ class CollectionLoop:
         return self._publish_down(now)
 
     def _publish_down(self, now: float) -> Snapshot:
-        snapshot = empty_snapshot(self._node, self._health(up=False), now, self._cluster)
+        snapshot = empty_snapshot(
+            self._setup.node, self._health(up=False), now, self._setup.cluster
+        )
         self._store.publish(RenderedSnapshot(snapshot, self._timer))
         return snapshot
 
@@ -295,7 +306,7 @@ class CollectionLoop:
         )
         health = self._health(up=self._up, stale=True)
         if self._last_good is None:
-            snapshot = empty_snapshot(self._node, health, now, self._cluster)
+            snapshot = empty_snapshot(self._setup.node, health, now, self._setup.cluster)
         else:
             snapshot = self._last_good.with_health(health)
         self._store.publish(RenderedSnapshot(snapshot, self._timer))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,26 +16,18 @@ from exporter.adapters.nvml import NvmlBackend
 from exporter.adapters.podresources import PodResourcesClient
 from exporter.adapters.procfs import ProcReader
 from exporter.adapters.vgpu_config import load_vgpu_ratios
-from exporter.app.collection import CollectionLoop, SnapshotStore
+from exporter.app.collection import CollectionLoop, CollectionTiming, NodeSources, SnapshotStore
 from exporter.app.kube_enrich import KubeEnricher
 from exporter.app.metrics import RenderTimer
 from exporter.app.server import REQUEST_TIMEOUT_S, ExporterApp, HttpServer, connection_limit
 from exporter.app.settings import ExporterSettings
+from exporter.engine.snapshot_builder import SnapshotSetup
 from exporter.engine.vgpu import VgpuRatios
-from exporter.model.backend import CgroupReader, GpuBackend
 from exporter.model.errors import ConfigError
 from guardian_common.http_auth import Authenticator, load_users
 from guardian_common.http_server import ServerLimits, ServerTls
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class NodeSources:
-    """Where a collection reads from: the GPUs and the processes' cgroup files."""
-
-    backend: GpuBackend
-    cgroups: CgroupReader
 
 
 SourcesFactory = Callable[[ExporterSettings], NodeSources]
@@ -68,15 +59,10 @@ class Exporter:
         self.store = SnapshotStore()
         timer = RenderTimer()
         self.collection = CollectionLoop(
-            node.backend,
-            node.cgroups,
+            node,
             self.store,
-            node=settings.node_name,
-            cluster=settings.cluster_name,
-            ratios=ratios,
-            interval=settings.interval,
-            timeout=settings.timeout,
-            backoff_max=settings.nvml_backoff_max,
+            SnapshotSetup(settings.node_name, ratios, cluster=settings.cluster_name),
+            CollectionTiming(settings.interval, settings.timeout, settings.nvml_backoff_max),
             render_timer=timer,
             enricher=self.enricher,
         )

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from exporter.engine.utilization import (
+    ProcessSummary,
     clamp_percent,
     integrate_busy,
     sm_percent_by_pid,
@@ -13,7 +14,7 @@ from exporter.engine.utilization import (
 )
 from exporter.engine.vgpu import VgpuRatios
 from exporter.model.attribution import NO_POD, CgroupIdentity
-from exporter.model.readings import NodeReading, ProcessReading
+from exporter.model.readings import DeviceReading, NodeReading, ProcessReading
 from exporter.model.snapshot import ExporterHealth, GpuSeries, PodGpuSeries, Snapshot
 
 PodKey = tuple[str, str, str]  # (device uuid, pod uid, container id)
@@ -82,104 +83,153 @@ def _device_pods(
     return pods, unattributed_memory, unattributed
 
 
+@dataclass(frozen=True, slots=True)
+class SnapshotSetup:
+    """What every snapshot of this node is built with."""
+
+    node: str
+    ratios: VgpuRatios
+    cluster: str = ""  # --cluster-name: a label on every series when set
+
+
+@dataclass(slots=True)
+class _NextState:
+    """The state being built for the next cycle: only the devices and pods read now."""
+
+    busy_seconds: dict[str, float] = field(default_factory=dict)
+    last_sample_us: dict[str, int] = field(default_factory=dict)
+    last_active: dict[PodKey, float] = field(default_factory=dict)
+    process_period_us: dict[str, int] = field(default_factory=dict)
+    read_at: dict[str, float] = field(default_factory=dict)
+
+    def frozen(self) -> BuilderState:
+        return BuilderState(
+            self.busy_seconds,
+            self.last_sample_us,
+            self.last_active,
+            self.process_period_us,
+            self.read_at,
+        )
+
+
+def _busy_seconds(dev: DeviceReading, state: BuilderState, nxt: _NextState) -> float | None:
+    """The device's busy time so far, integrated from its utilization samples."""
+    if dev.util_samples is None:
+        return None
+    added, last = integrate_busy(dev.util_samples, state.last_sample_us.get(dev.uuid))
+    busy = state.busy_seconds.get(dev.uuid, 0.0) + added
+    nxt.busy_seconds[dev.uuid] = busy
+    if last is not None:
+        nxt.last_sample_us[dev.uuid] = last
+    return busy
+
+
+def _process_activity(
+    dev: DeviceReading, state: BuilderState, nxt: _NextState, taken_at: float
+) -> tuple[ProcessSummary, dict[int, float]]:
+    """The device's per-process samples summarised, and each PID's SM percent averaged
+    over the time since the device was last read."""
+    summary = summarize_process_samples(dev.process_samples or ())
+    known = state.process_period_us.get(dev.uuid)
+    period = summary.min_gap_us if known is None else min(known, summary.min_gap_us or known)
+    if period is not None:
+        nxt.process_period_us[dev.uuid] = period
+    previous = state.read_at.get(dev.uuid)
+    window = None if previous is None else (taken_at - previous) * 1e6
+    nxt.read_at[dev.uuid] = taken_at
+    return summary, sm_percent_by_pid(summary, period, window)
+
+
+def _gpu_series(
+    dev: DeviceReading, busy: float | None, unattributed_memory: int | None, unattributed: int
+) -> GpuSeries:
+    return GpuSeries(
+        index=dev.index,
+        uuid=dev.uuid,
+        model=dev.model,
+        mig=dev.mig,
+        memory_used_bytes=dev.memory_used_bytes,
+        memory_total_bytes=dev.memory_total_bytes,
+        utilization_ratio=(
+            None
+            if dev.utilization_percent is None
+            else clamp_percent(dev.utilization_percent) / 100.0
+        ),
+        busy_seconds_total=busy,
+        temperature_celsius=dev.temperature_celsius,
+        power_watts=dev.power_watts,
+        energy_joules_total=dev.energy_joules,
+        unattributed_memory_used_bytes=unattributed_memory,
+        unattributed_processes=unattributed,
+    )
+
+
+def _pod_series(
+    dev: DeviceReading,
+    by_pod: Mapping[tuple[str, str], _PodAccumulator],
+    allocated: float | None,
+    state: BuilderState,
+    nxt: _NextState,
+) -> list[PodGpuSeries]:
+    """The device's pods in order; each one's last activity carries over to ``nxt``."""
+    out: list[PodGpuSeries] = []
+    for (pod_uid, container_id), acc in sorted(by_pod.items()):
+        key = (dev.uuid, pod_uid, container_id)
+        last_active = state.last_active.get(key)
+        if acc.last_active_us is not None:
+            seen = acc.last_active_us / 1e6
+            last_active = seen if last_active is None else max(last_active, seen)
+        if last_active is not None:
+            nxt.last_active[key] = last_active
+        out.append(
+            PodGpuSeries(
+                gpu=dev.index,
+                uuid=dev.uuid,
+                pod_uid=pod_uid,
+                container_id=container_id,
+                memory_used_bytes=acc.memory,
+                sm_utilization_ratio=(
+                    None if dev.process_samples is None else clamp_percent(acc.sm_percent) / 100.0
+                ),
+                processes=acc.processes,
+                last_active_timestamp_seconds=last_active,
+                vgpu_memory_allocated_bytes=allocated,
+            )
+        )
+    return out
+
+
 def build_snapshot(
     reading: NodeReading,
     identities: Mapping[int, CgroupIdentity],
     state: BuilderState,
+    setup: SnapshotSetup,
     *,
-    node: str,
-    ratios: VgpuRatios,
     taken_at: float,
     health: ExporterHealth,
-    cluster: str = "",
 ) -> tuple[Snapshot, BuilderState]:
     gpus: list[GpuSeries] = []
     pods: list[PodGpuSeries] = []
-    busy_state: dict[str, float] = {}
-    sample_state: dict[str, int] = {}
-    active_state: dict[PodKey, float] = {}
-    period_state: dict[str, int] = {}
-    read_at: dict[str, float] = {}
-
+    nxt = _NextState()
     for dev in reading.devices:
-        busy: float | None = None
-        if dev.util_samples is not None:
-            added, last = integrate_busy(dev.util_samples, state.last_sample_us.get(dev.uuid))
-            busy = state.busy_seconds.get(dev.uuid, 0.0) + added
-            busy_state[dev.uuid] = busy
-            if last is not None:
-                sample_state[dev.uuid] = last
-
-        summary = summarize_process_samples(dev.process_samples or ())
-        known = state.process_period_us.get(dev.uuid)
-        period = summary.min_gap_us if known is None else min(known, summary.min_gap_us or known)
-        if period is not None:
-            period_state[dev.uuid] = period
-        previous = state.read_at.get(dev.uuid)
-        window = None if previous is None else (taken_at - previous) * 1e6
-        read_at[dev.uuid] = taken_at
-        sm_by_pid = sm_percent_by_pid(summary, period, window)
+        busy = _busy_seconds(dev, state, nxt)
+        summary, sm_by_pid = _process_activity(dev, state, nxt, taken_at)
         processes = _unique_processes(dev.processes)
         by_pod, unattributed_memory, unattributed = _device_pods(
             processes, identities, sm_by_pid, summary.last_active_us
         )
-        gpus.append(
-            GpuSeries(
-                index=dev.index,
-                uuid=dev.uuid,
-                model=dev.model,
-                mig=dev.mig,
-                memory_used_bytes=dev.memory_used_bytes,
-                memory_total_bytes=dev.memory_total_bytes,
-                utilization_ratio=(
-                    None
-                    if dev.utilization_percent is None
-                    else clamp_percent(dev.utilization_percent) / 100.0
-                ),
-                busy_seconds_total=busy,
-                temperature_celsius=dev.temperature_celsius,
-                power_watts=dev.power_watts,
-                energy_joules_total=dev.energy_joules,
-                unattributed_memory_used_bytes=unattributed_memory,
-                unattributed_processes=unattributed,
-            )
-        )
-        allocated = ratios.allocated_bytes(
+        gpus.append(_gpu_series(dev, busy, unattributed_memory, unattributed))
+        allocated = setup.ratios.allocated_bytes(
             dev.memory_total_bytes, dev.uuid, dev.model, dev.parent_uuid
         )
-        for (pod_uid, container_id), acc in sorted(by_pod.items()):
-            key = (dev.uuid, pod_uid, container_id)
-            last_active = state.last_active.get(key)
-            if acc.last_active_us is not None:
-                seen = acc.last_active_us / 1e6
-                last_active = seen if last_active is None else max(last_active, seen)
-            if last_active is not None:
-                active_state[key] = last_active
-            pods.append(
-                PodGpuSeries(
-                    gpu=dev.index,
-                    uuid=dev.uuid,
-                    pod_uid=pod_uid,
-                    container_id=container_id,
-                    memory_used_bytes=acc.memory,
-                    sm_utilization_ratio=(
-                        None
-                        if dev.process_samples is None
-                        else clamp_percent(acc.sm_percent) / 100.0
-                    ),
-                    processes=acc.processes,
-                    last_active_timestamp_seconds=last_active,
-                    vgpu_memory_allocated_bytes=allocated,
-                )
-            )
-
+        pods.extend(_pod_series(dev, by_pod, allocated, state, nxt))
     snapshot = Snapshot(
-        node=node,
+        node=setup.node,
         driver_version=reading.driver_version,
         taken_at=taken_at,
         gpus=tuple(gpus),
         pods=tuple(pods),
         health=health,
-        cluster=cluster,
+        cluster=setup.cluster,
     )
-    return snapshot, BuilderState(busy_state, sample_state, active_state, period_state, read_at)
+    return snapshot, nxt.frozen()

@@ -29,8 +29,9 @@ from typing import Any
 
 from guardian.adapters.kube.credentials import api_access
 from guardian.adapters.ledger import Ledger
+from guardian.adapters.sqlite_db import Database
 from guardian.app.alertmanager.build import AlertmanagerParts, build_alertmanager
-from guardian.app.notify import SlackNotifier
+from guardian.app.notify import NotifierLinks, SlackNotifier
 from guardian.app.notify.interactivity import Interactivity, build_interactivity
 from guardian.app.notify.owner_context import OwnerLookup
 from guardian.app.notify.secrets import build_transport
@@ -44,8 +45,10 @@ from guardian.app.remediation.clusters import served_clusters
 from guardian.app.remediation.metrics import RemediationMetrics
 from guardian.app.remediation.policy_files import load_policies
 from guardian.app.remediation.status import StatusReport, build_status
-from guardian.app.rules.runtime import RuleEngine, TransactionWriter
+from guardian.app.rules.engine_setup import TransactionWriter
+from guardian.app.rules.runtime import RuleEngine
 from guardian.app.settings.config_file import Settings
+from guardian.app.settings.slack import SlackSettings
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.model.alerts import GroupEvaluation
 from guardian_common.errors import ConfigError
@@ -76,51 +79,44 @@ class ControllerParts:
             return
         self._ledger = Ledger.attach(store.db)
         if settings.remediation.enabled:
-            self.remediation = build_remediation(
-                settings.remediation,
-                db=store.db,
-                alerts=engine_alerts(engine),
-                pipeline_groups=pipeline_group_names(engine.groups),
-                metrics=RemediationMetrics(engine.metrics.registry),
-                ready=engine.ready,
-                default_cluster=settings.external_labels.get("cluster", ""),
-                # Through the engine's current querier (a reload may replace it).
-                source_clusters=served_clusters(lambda expr, ts: engine.query(expr, ts)),
-                env=env,
-            )
-            # Credentials that load but cannot be used fail the start, in one line.
-            with api_access(self.remediation.rest.api_client):
-                self.remediation.loop.reader.namespace(settings.remediation.controller_namespace)
+            self.remediation = _build_remediation(settings, engine, store.db, env)
             engine.listeners.append(self.remediation.loop.on_evaluation)
         if settings.slack is not None and settings.slack.enabled:
-            # Owner details and mentions need the cluster, which remediation reads anyway.
-            lookup = (
-                OwnerLookup(self.remediation.loop.reader) if self.remediation is not None else None
-            )
-            # The shared episode state carries each episode's parent message across leaders.
-            remediation = self.remediation
-            self.notifier = SlackNotifier.from_settings(
-                settings.slack,
-                store.db,
-                clock,
-                env,
+            self._wire_slack(settings.slack, engine, store.db, clock)
+        self._wire_alertmanager(settings, engine)
+
+    def _wire_slack(
+        self, slack: SlackSettings, engine: RuleEngine, db: Database, clock: Callable[[], float]
+    ) -> None:
+        """The notifier inside the engine's transaction, and the buttons if asked for."""
+        remediation = self.remediation
+        # Owner details and mentions need the cluster, which remediation reads anyway.
+        lookup = OwnerLookup(remediation.loop.reader) if remediation is not None else None
+        self.notifier = SlackNotifier.from_settings(
+            slack,
+            db,
+            clock,
+            self._env,
+            NotifierLinks(
                 registry=engine.metrics.registry,
                 context=lookup,
+                # The shared episode state: each episode's parent message across leaders.
                 handover=remediation.journal if remediation is not None else None,
                 may_send=remediation.may_write if remediation is not None else None,
+            ),
+        )
+        engine.transaction_hooks.append(self._prepare)
+        engine.listeners.append(self._after_evaluation)
+        if not slack.interactivity.enabled:
+            return
+        if remediation is None:
+            raise ConfigError(
+                "buttons act through remediation: enable it or turn buttons off",
+                field="slack.interactivity.enabled",
             )
-            engine.transaction_hooks.append(self._prepare)
-            engine.listeners.append(self._after_evaluation)
-            if settings.slack.interactivity.enabled:
-                if remediation is None:
-                    raise ConfigError(
-                        "buttons act through remediation: enable it or turn buttons off",
-                        field="slack.interactivity.enabled",
-                    )
-                self.interactivity = build_interactivity(
-                    settings.slack, self.notifier, remediation, env, clock
-                )
-        self._wire_alertmanager(settings, engine)
+        self.interactivity = build_interactivity(
+            slack, self.notifier, remediation, self._env, clock
+        )
 
     def _wire_alertmanager(self, settings: Settings, engine: RuleEngine) -> None:
         """Alerts out before the cycle runs, so it finds them in Alertmanager; silences in."""
@@ -203,6 +199,28 @@ class ControllerParts:
             self.notifier.stop()
         if self.remediation is not None:
             self.remediation.close()
+
+
+def _build_remediation(
+    settings: Settings, engine: RuleEngine, db: Database, env: Mapping[str, str]
+) -> RemediationParts:
+    """The ladder on the engine's alerts; credentials that load but cannot be used fail
+    the start, in one line."""
+    remediation = build_remediation(
+        settings.remediation,
+        db=db,
+        alerts=engine_alerts(engine),
+        pipeline_groups=pipeline_group_names(engine.groups),
+        metrics=RemediationMetrics(engine.metrics.registry),
+        ready=engine.ready,
+        default_cluster=settings.external_labels.get("cluster", ""),
+        # Through the engine's current querier (a reload may replace it).
+        source_clusters=served_clusters(lambda expr, ts: engine.query(expr, ts)),
+        env=env,
+    )
+    with api_access(remediation.rest.api_client):
+        remediation.loop.reader.namespace(settings.remediation.controller_namespace)
+    return remediation
 
 
 def _prepare_remediation(

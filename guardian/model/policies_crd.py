@@ -124,8 +124,11 @@ def label_selector(description: str) -> Schema:
     )
 
 
-def spec_schema(cluster: bool) -> Schema:
-    ladder = _obj(
+_NAME_LIST = {"pattern": _NAME_PATTERN}
+
+
+def _ladder_schema() -> Schema:
+    return _obj(
         {
             "notify": _bool(True, "Notify at once (required when reclaim is true)."),
             "annotate": _bool(True, "Annotate the workload on the next cycle."),
@@ -141,81 +144,108 @@ def spec_schema(cluster: bool) -> Schema:
             }
         ],
     )
-    name_list = {"pattern": _NAME_PATTERN}
+
+
+def _alerts_schema() -> Schema:
+    # Asking for right-sizing advice (GpuMemoryUnderutilized, guardian_class rightsize) is
+    # refused by the API server (the CEL rule) and by the controller's validation, with
+    # the file loader's words.
+    return _obj(
+        {
+            "names": _strings(
+                "Any of these alertnames (empty: any). Never GpuMemoryUnderutilized:"
+                " right-sizing advice, which no policy acts on."
+            ),
+            "matchLabels": {
+                **_string_map(
+                    "And all of these labels. guardian_class rightsize (advice) is"
+                    " refused; pipeline matches nothing."
+                ),
+                "default": {"guardian_class": "reclaimable"},
+            },
+        },
+        "Which alerts start the ladder.",
+        default={},
+        rules=[{"rule": RULE_NO_ADVICE, "message": ADVICE_REASON}],
+    )
+
+
+def _scope_schema() -> Schema:
+    return _obj(
+        {
+            "namespaces": _strings("Empty: every namespace.", **_NAME_LIST),
+            "namespaceSelector": label_selector("On the Namespace's labels."),
+            "workloadSelector": label_selector("On the workload's labels."),
+            "kinds": _strings("Workload kinds (empty: every kind)."),
+        },
+        "Empty fields match everything.",
+        default={},
+    )
+
+
+def _limits_schema() -> Schema:
+    return _obj(
+        {
+            "perCycle": {"type": "integer", "minimum": 0, "default": 5},
+            "perNamespacePerHour": {"type": "integer", "minimum": 0, "default": 10},
+        },
+        "Caps on reclaims.",
+        default={},
+    )
+
+
+def _exclusions_schema() -> Schema:
+    return _obj(
+        {
+            "namespaces": _strings("Never in these namespaces.", **_NAME_LIST),
+            "workloadSelector": label_selector("Never workloads with these labels."),
+        },
+        default={},
+    )
+
+
+def _reclaim_schema() -> Schema:
+    return _obj(
+        {
+            "when": _enum(("always", "demand"), "always", "demand: only while pods wait."),
+            "pendingFor": _duration("5m", "How long a pod must have been Pending."),
+        },
+        default={},
+    )
+
+
+def _checkpoint_schema() -> Schema:
+    return _obj(
+        {
+            "enabled": _bool(False, "Ask the workload to checkpoint before reclaiming."),
+            "timeout": _duration("15m", "How long to wait for the acknowledgement."),
+            "onTimeout": _enum(("reclaim", "giveUp"), "reclaim", "Without acknowledgement."),
+        },
+        default={},
+    )
+
+
+def spec_schema(cluster: bool) -> Schema:
+    """The spec, one section builder per object field, in the fields' order."""
     props: dict[str, Schema] = {
         "priority": {"type": "integer", "default": 0, "description": "Precedence."},
         "mode": _enum(("observe", "enforce"), "observe", "observe: plan and report only."),
-        # Asking for right-sizing advice (GpuMemoryUnderutilized, guardian_class
-        # rightsize) is refused by the API server (the CEL rule) and by the controller's
-        # validation, with the file loader's words.
-        "alerts": _obj(
-            {
-                "names": _strings(
-                    "Any of these alertnames (empty: any). Never GpuMemoryUnderutilized:"
-                    " right-sizing advice, which no policy acts on."
-                ),
-                "matchLabels": {
-                    **_string_map(
-                        "And all of these labels. guardian_class rightsize (advice) is"
-                        " refused; pipeline matches nothing."
-                    ),
-                    "default": {"guardian_class": "reclaimable"},
-                },
-            },
-            "Which alerts start the ladder.",
-            default={},
-            rules=[{"rule": RULE_NO_ADVICE, "message": ADVICE_REASON}],
-        ),
-        "scope": _obj(
-            {
-                "namespaces": _strings("Empty: every namespace.", **name_list),
-                "namespaceSelector": label_selector("On the Namespace's labels."),
-                "workloadSelector": label_selector("On the workload's labels."),
-                "kinds": _strings("Workload kinds (empty: every kind)."),
-            },
-            "Empty fields match everything.",
-            default={},
-        ),
-        "ladder": ladder,
+        "alerts": _alerts_schema(),
+        "scope": _scope_schema(),
+        "ladder": _ladder_schema(),
         "warmup": _duration("30m", "Minimum workload age, and quiet time after a restore."),
-        "limits": _obj(
-            {
-                "perCycle": {"type": "integer", "minimum": 0, "default": 5},
-                "perNamespacePerHour": {"type": "integer", "minimum": 0, "default": 10},
-            },
-            "Caps on reclaims.",
-            default={},
-        ),
+        "limits": _limits_schema(),
         "hpa": _enum(("refuse", "record"), "refuse", "Workloads an HPA scales."),
         "allowPodDeletion": _bool(False, "Delete a bare pod (else annotate and notify only)."),
         "respectSilences": _bool(True, "No step while Alertmanager silences the alert."),
-        "exclusions": _obj(
-            {
-                "namespaces": _strings("Never in these namespaces.", **name_list),
-                "workloadSelector": label_selector("Never workloads with these labels."),
-            },
-            default={},
-        ),
+        "exclusions": _exclusions_schema(),
         "activeWindows": _strings(
             "When the ladder may advance, e.g. 'Mon-Fri 07:30-20:30 Europe/Berlin'.",
             pattern=WINDOW_PATTERN,
         ),
         "notifyOutsideWindows": _bool(True, "Notify even outside the active windows."),
-        "reclaim": _obj(
-            {
-                "when": _enum(("always", "demand"), "always", "demand: only while pods wait."),
-                "pendingFor": _duration("5m", "How long a pod must have been Pending."),
-            },
-            default={},
-        ),
-        "checkpoint": _obj(
-            {
-                "enabled": _bool(False, "Ask the workload to checkpoint before reclaiming."),
-                "timeout": _duration("15m", "How long to wait for the acknowledgement."),
-                "onTimeout": _enum(("reclaim", "giveUp"), "reclaim", "Without acknowledgement."),
-            },
-            default={},
-        ),
+        "reclaim": _reclaim_schema(),
+        "checkpoint": _checkpoint_schema(),
     }
     if cluster:
         props["delegation"] = _enum(

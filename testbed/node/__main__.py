@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from exporter.adapters.procfs import ProcReader
-from exporter.app.serve import NodeSources, SourcesFactory
+from exporter.app.collection import NodeSources
+from exporter.app.serve import SourcesFactory
 from exporter.app.settings import ExporterSettings
 from exporter.cli import EXIT_USAGE, build_parser
 from exporter.cli import main as exporter_main

@@ -1,6 +1,6 @@
 """The Slack notifier service: intake, outbox worker, settings and metrics."""
 
-from guardian.app.notify.service import RemediationFeed, SlackNotifier
+from guardian.app.notify.service import NotifierLinks, RemediationFeed, SlackNotifier
 from guardian.app.settings.slack import SlackSettings
 
-__all__ = ["RemediationFeed", "SlackNotifier", "SlackSettings"]
+__all__ = ["NotifierLinks", "RemediationFeed", "SlackNotifier", "SlackSettings"]

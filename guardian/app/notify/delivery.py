@@ -107,57 +107,14 @@ class Deliverer:
         if op is OpKind.REPLY and (thread is None or thread.ts is None):
             self._store.convert_to_post(item.seq)  # its parent never arrived: keep the news
             return
-        if item.state == SENDING and op is not OpKind.UPDATE:
-            try:
-                found = self._reconcile(item, thread)
-            except TransientError as exc:  # Slack still unreachable: try again later
-                delay = exc.delay or self._backoff(item.attempts + 1)
-                self._store.retry_later(item.seq, SENDING, self._clock() + delay, str(exc))
-                self._count(item, "uncertain", str(exc), logging.WARNING)
-                return
-            if found is not None:
-                channel_id = found.channel_id or (thread.channel_id if thread else None)
-                self._store.mark_done(
-                    item, self._clock(), channel_id, found.ts, anchor=op is OpKind.POST
-                )
-                return
+        if item.state == SENDING and op is not OpKind.UPDATE and self._settled(item, thread):
+            return
         now = self._clock()
         self._store.mark_sending(item.seq, now)
         try:
-            if op is OpKind.UPDATE:
-                assert thread is not None  # noqa: S101 - checked at the top
-                assert thread.ts is not None  # noqa: S101
-                assert thread.channel_id is not None  # noqa: S101
-                sent = self._transport.update(thread.channel_id, thread.ts, item.payload)
-            elif op is OpKind.REPLY:
-                assert thread is not None  # noqa: S101 - checked at the top
-                assert thread.ts is not None  # noqa: S101
-                channel = thread.channel_id or item.channel
-                sent = self._transport.post(channel, item.payload, thread.ts)
-            else:
-                sent = self._transport.post(item.channel, item.payload, None)
-        except RateLimited as exc:
-            delay = exc.delay or 1.0
-            self._blocked[item.channel] = now + delay
-            self._store.retry_later(item.seq, PENDING, now + delay, str(exc))
-            self._count(item, "rate_limited", str(exc), logging.WARNING)
-        except Uncertain as exc:
-            # A post may have arrived: stay "sending" so the next try looks first.
-            state = PENDING if op is OpKind.UPDATE else SENDING
-            self._store.retry_later(
-                item.seq, state, now + self._backoff(item.attempts + 1), str(exc)
-            )
-            self._count(item, "uncertain", str(exc), logging.WARNING)
-        except Unauthorized as exc:
-            self._store.retry_later(item.seq, PENDING, now + self._settings.backoff_max, str(exc))
-            self._count(item, "unauthorized", str(exc), logging.ERROR)
-        except MessageGone as exc:
-            self._store.convert_to_post(item.seq)
-            self._count(item, "gone", str(exc), logging.WARNING)
-        except Rejected as exc:
-            self._store.mark_dead(item.seq, now, str(exc))
-            self._metrics.dead.inc()
-            self._count(item, "rejected", str(exc), logging.ERROR)
+            sent = self._send(item, thread)
+        except (RateLimited, Uncertain, Unauthorized, MessageGone, Rejected) as exc:
+            self._failed(item, exc, now)
         else:
             self._store.mark_done(
                 item,
@@ -170,6 +127,66 @@ class Deliverer:
         finally:
             if op is not OpKind.UPDATE:
                 self._next_post[item.channel] = self._clock() + self._settings.post_interval
+
+    def _settled(self, item: OutboxItem, thread: ThreadRow | None) -> bool:
+        """A post that may have reached Slack already: True when it did (marked done) or
+        when Slack cannot be asked yet (tried again later); False: send it."""
+        try:
+            found = self._reconcile(item, thread)
+        except TransientError as exc:  # Slack still unreachable: try again later
+            delay = exc.delay or self._backoff(item.attempts + 1)
+            self._store.retry_later(item.seq, SENDING, self._clock() + delay, str(exc))
+            self._count(item, "uncertain", str(exc), logging.WARNING)
+            return True
+        if found is None:
+            return False
+        channel_id = found.channel_id or (thread.channel_id if thread else None)
+        self._store.mark_done(
+            item, self._clock(), channel_id, found.ts, anchor=item.op is OpKind.POST
+        )
+        return True
+
+    def _send(self, item: OutboxItem, thread: ThreadRow | None) -> Sent:
+        if item.op is OpKind.UPDATE:
+            assert thread is not None  # noqa: S101 - checked in _process
+            assert thread.ts is not None  # noqa: S101
+            assert thread.channel_id is not None  # noqa: S101
+            return self._transport.update(thread.channel_id, thread.ts, item.payload)
+        if item.op is OpKind.REPLY:
+            assert thread is not None  # noqa: S101 - checked in _process
+            assert thread.ts is not None  # noqa: S101
+            channel = thread.channel_id or item.channel
+            return self._transport.post(channel, item.payload, thread.ts)
+        return self._transport.post(item.channel, item.payload, None)
+
+    def _failed(
+        self,
+        item: OutboxItem,
+        exc: RateLimited | Uncertain | Unauthorized | MessageGone | Rejected,
+        now: float,
+    ) -> None:
+        if isinstance(exc, RateLimited):
+            delay = exc.delay or 1.0
+            self._blocked[item.channel] = now + delay
+            self._store.retry_later(item.seq, PENDING, now + delay, str(exc))
+            self._count(item, "rate_limited", str(exc), logging.WARNING)
+        elif isinstance(exc, Uncertain):
+            # A post may have arrived: stay "sending" so the next try looks first.
+            state = PENDING if item.op is OpKind.UPDATE else SENDING
+            self._store.retry_later(
+                item.seq, state, now + self._backoff(item.attempts + 1), str(exc)
+            )
+            self._count(item, "uncertain", str(exc), logging.WARNING)
+        elif isinstance(exc, Unauthorized):
+            self._store.retry_later(item.seq, PENDING, now + self._settings.backoff_max, str(exc))
+            self._count(item, "unauthorized", str(exc), logging.ERROR)
+        elif isinstance(exc, MessageGone):
+            self._store.convert_to_post(item.seq)
+            self._count(item, "gone", str(exc), logging.WARNING)
+        else:
+            self._store.mark_dead(item.seq, now, str(exc))
+            self._metrics.dead.inc()
+            self._count(item, "rejected", str(exc), logging.ERROR)
 
     def _count(self, item: OutboxItem, result: str, text: str, level: int) -> None:
         self._metrics.requests.labels(item.op.value, result).inc()

@@ -90,7 +90,6 @@ def build_interactivity(
     clock: Callable[[], float],
 ) -> Interactivity:
     """Raises ConfigError (one line) when a token or secret is missing."""
-    i = settings.interactivity
     if settings.mode != "bot":
         raise ConfigError("buttons need mode: bot (webhooks cannot be updated)", field="slack.mode")
     token = read_secret(
@@ -102,8 +101,26 @@ def build_interactivity(
     )
     people = WebApiTransport(token, base_url=settings.api_url)
     loop = remediation.loop
+
+    def rules() -> ButtonRules:  # read at each intake: a reload applies at once
+        slack = notifier.settings.interactivity
+        return ButtonRules(True, loop.planner.kill_switch, slack.reclaim_now)
+
+    notifier.button_rules = rules
+
+    def access() -> Access:  # the notifier's settings: a reload changes who may press
+        return notifier.settings.interactivity.authorized.access()
+
+    service = ClickService(notifier, _click_wiring(remediation), people, access, clock)
+    listener = _listener(settings, env, service, clock)
+    return Interactivity(service, listener, remediation.may_write)
+
+
+def _click_wiring(remediation: RemediationParts) -> ClickWiring:
+    """What a click acts through: the ladder's own parts."""
+    loop = remediation.loop
     namespace = loop.controller_namespace
-    wiring = ClickWiring(
+    return ClickWiring(
         store=ClickStore(remediation.rest, namespace),  # unfenced: a standby records too
         reader=loop.reader,
         executor=loop.executor,
@@ -118,17 +135,15 @@ def build_interactivity(
         alerts=loop.current_alerts,
     )
 
-    def rules() -> ButtonRules:  # read at each intake: a reload applies at once
-        slack = notifier.settings.interactivity
-        return ButtonRules(True, loop.planner.kill_switch, slack.reclaim_now)
 
-    notifier.button_rules = rules
-
-    def access() -> Access:  # the notifier's settings: a reload changes who may press
-        return notifier.settings.interactivity.authorized.access()
-
-    service = ClickService(notifier, wiring, people, access, clock)
-    listener: Listener
+def _listener(
+    settings: SlackSettings,
+    env: Mapping[str, str],
+    service: ClickService,
+    clock: Callable[[], float],
+) -> Listener:
+    """Socket Mode (with the app-level token) or HTTP (with the signing secret)."""
+    i = settings.interactivity
     if i.mode == "socket":
         app_token = read_secret(
             env=env,
@@ -137,14 +152,12 @@ def build_interactivity(
             what="Slack app-level token",
             field="slack.interactivity.app_token_file",
         )
-        listener = SocketModeListener(app_token, settings.api_url, service.accept)
-    else:
-        secret = read_secret(
-            env=env,
-            env_name=i.signing_secret_env,
-            file=i.signing_secret_file,
-            what="Slack signing secret",
-            field="slack.interactivity.signing_secret_file",
-        )
-        listener = InteractivityServer(i.listen_address, i.path, secret, service.accept, clock)
-    return Interactivity(service, listener, remediation.may_write)
+        return SocketModeListener(app_token, settings.api_url, service.accept)
+    secret = read_secret(
+        env=env,
+        env_name=i.signing_secret_env,
+        file=i.signing_secret_file,
+        what="Slack signing secret",
+        field="slack.interactivity.signing_secret_file",
+    )
+    return InteractivityServer(i.listen_address, i.path, secret, service.accept, clock)

@@ -88,6 +88,18 @@ def _planner_settings(settings: SlackSettings, transport: Transport) -> PlannerS
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class NotifierLinks:
+    """What a notifier shares with the rest of the process, each optional: the metrics
+    ``registry``; ``context``, owner details from the cluster; ``handover``, the episode
+    state every replica shares; ``may_send``, the leader's fence on every Slack call."""
+
+    registry: CollectorRegistry | None = None
+    context: ContextLookup | None = None
+    handover: ThreadHandover | None = None
+    may_send: Callable[[], bool] | None = None
+
+
 class SlackNotifier:
     def __init__(
         self,
@@ -95,25 +107,22 @@ class SlackNotifier:
         db: Database,
         clock: Callable[[], float],
         transport: Transport,
-        *,
-        registry: CollectorRegistry | None = None,
-        context: ContextLookup | None = None,
-        handover: ThreadHandover | None = None,
-        may_send: Callable[[], bool] | None = None,
+        links: NotifierLinks = NotifierLinks(),
     ) -> None:
         self.settings = settings
         self._db = db
         self._clock = clock
         self._store = SlackStore(db)
-        self._context = context
+        self._context = links.context
         self._planner = _planner_settings(settings, transport)
-        self._gather = Gatherer(self._store, self._planner, context)
-        self.metrics = NotifierMetrics(registry, self._store.depth)
+        self._gather = Gatherer(self._store, self._planner, links.context)
+        self.metrics = NotifierMetrics(links.registry, self._store.depth)
         self._deliverer = Deliverer(
-            self._store, transport, clock, settings.delivery, self.metrics, may_send
+            self._store, transport, clock, settings.delivery, self.metrics, links.may_send
         )
+        handover = links.handover
         self._handover = Handover(self._store, handover, clock) if handover else None
-        self._may_send = may_send or (lambda: True)
+        self._may_send = links.may_send or (lambda: True)
         self._intake = threading.Lock()  # gather -> plan -> write, one intake at a time
         self._drain_lock = threading.Lock()  # the worker and a caller must not both send
         self._wake = threading.Event()
@@ -130,24 +139,10 @@ class SlackNotifier:
         db: Database,
         clock: Callable[[], float],
         env: Mapping[str, str],
-        *,
-        registry: CollectorRegistry | None = None,
-        context: ContextLookup | None = None,
-        handover: ThreadHandover | None = None,
-        may_send: Callable[[], bool] | None = None,
+        links: NotifierLinks = NotifierLinks(),
     ) -> SlackNotifier:
         """Build the transport from the settings; the secret comes from ``env`` or a file."""
-        transport = build_transport(settings, env)
-        return cls(
-            settings,
-            db,
-            clock,
-            transport,
-            registry=registry,
-            context=context,
-            handover=handover,
-            may_send=may_send,
-        )
+        return cls(settings, db, clock, build_transport(settings, env), links)
 
     def reconfigure(self, settings: SlackSettings, transport: Transport) -> None:
         """Use edited settings (a config reload) from the next intake and delivery pass

@@ -56,7 +56,9 @@ def alerts_only(_ts: float) -> frozenset[str]:
 
 @dataclass
 class ClusterFilter:
-    own: str = ""  # this controller's cluster; "": not configured
+    # This controller's cluster (remediation.cluster, else external_labels.cluster): the
+    # ``cluster`` label value of the alerts it acts on; "": not configured.
+    cluster: str = ""
     source_clusters: SourceClusters = alerts_only
     store: RefusedAlertStore | None = None
     metrics: RemediationMetrics = field(default_factory=RemediationMetrics)
@@ -68,10 +70,10 @@ class ClusterFilter:
     ) -> tuple[list[FiringAlert], list[RefusedAlert]]:
         """Read the served clusters (once per cycle), then split ``alerts``."""
         try:
-            self.scope = ClusterScope(self.own, self.source_clusters(now))
+            self.scope = ClusterScope(self.cluster, self.source_clusters(now))
         except GuardianError as exc:
             logger.warning("cannot read which clusters the source serves: %s", exc)
-            self.scope = ClusterScope(self.own, None, str(exc))
+            self.scope = ClusterScope(self.cluster, None, str(exc))
         return scope_alerts(alerts, self.scope)
 
     def gap(self) -> str:

@@ -14,6 +14,7 @@ from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
 from guardian.adapters.prometheus_rules import PrometheusRulesReader
 from guardian.adapters.remote_write import RemoteWriteClient
 from guardian.app.config_files import parse_files
+from guardian.app.rules.engine_setup import EngineSinks, EvaluationSetup, RestoreSetup
 from guardian.app.rules.for_state_gather import ForStateRestorer
 from guardian.app.rules.metrics import EngineMetrics
 from guardian.app.rules.remote_source import RulerSource
@@ -124,15 +125,14 @@ def build_engine(
         groups,
         querier.query,
         metrics=metrics,
-        env=TemplateEnv(settings.external_labels, settings.external_url),
-        store=store,
-        remote_write=remote,
-        restore_policy=policy,
-        for_state=restorer,
-        monotonic=monotonic,
-        clock=clock,
-        evaluator=ruler,
-        fan_out=ThreadFanOut(settings.prometheus.concurrent_queries),
-        sharding=query_sharding(settings, querier, monotonic),
+        evaluation=EvaluationSetup(
+            env=TemplateEnv(settings.external_labels, settings.external_url),
+            monotonic=monotonic,
+            fan_out=ThreadFanOut(settings.prometheus.concurrent_queries),
+            sharding=query_sharding(settings, querier, monotonic),
+            evaluator=ruler,
+        ),
+        restore=RestoreSetup(policy=policy, from_prometheus=restorer, clock=clock),
+        sinks=EngineSinks(store=store, remote_write=remote),
     )
     return EngineParts(engine, querier)

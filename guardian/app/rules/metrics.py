@@ -15,7 +15,14 @@ _DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 1
 class EngineMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry(auto_describe=True)
-        r = self.registry
+        # Registered in this order: /metrics lists them so.
+        self._register_evaluation_metrics(self.registry)
+        self._register_query_metrics(self.registry)
+        self._register_restore_metrics(self.registry)
+        for state in (AlertState.PENDING, AlertState.FIRING):
+            self.alerts.labels(state.value).set(0)
+
+    def _register_evaluation_metrics(self, r: CollectorRegistry) -> None:
         self.group_last_duration = Gauge(
             "guardian_rule_group_last_duration_seconds",
             "Duration of the last evaluation of the rule group.",
@@ -54,6 +61,8 @@ class EngineMetrics:
             registry=r,
         )
         self.alerts = Gauge("guardian_alerts", "Active alerts by state.", ["state"], registry=r)
+
+    def _register_query_metrics(self, r: CollectorRegistry) -> None:
         self.queries = Counter(
             "guardian_prometheus_queries_total",
             "Queries sent to Prometheus/Thanos, by outcome.",
@@ -71,6 +80,8 @@ class EngineMetrics:
             "Remote writes of ALERTS/ALERTS_FOR_STATE that failed.",
             registry=r,
         )
+
+    def _register_restore_metrics(self, r: CollectorRegistry) -> None:
         self.for_state_restores = Counter(
             "guardian_rule_for_state_restores_total",
             "Active alerts at the for-state restore from ALERTS_FOR_STATE, by outcome "
@@ -85,8 +96,6 @@ class EngineMetrics:
             ["group"],
             registry=r,
         )
-        for state in (AlertState.PENDING, AlertState.FIRING):
-            self.alerts.labels(state.value).set(0)
 
     def observe_query(self, outcome: str, seconds: float) -> None:
         self.queries.labels(outcome).inc()

@@ -18,40 +18,28 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-import time
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager, ExitStack
+from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 
-from guardian.adapters.alert_store import AlertStore, StoredGroup
-from guardian.adapters.remote_write import RemoteWriteClient
-from guardian.app.rules.for_state_gather import MAX_ATTEMPTS, ForStateRestorer, PendingRestore
+from guardian.adapters.alert_store import StoredGroup
+from guardian.app.rules.engine_setup import EngineSinks, EvaluationSetup, RestoreSetup
+from guardian.app.rules.for_state_gather import MAX_ATTEMPTS, PendingRestore
 from guardian.app.rules.metrics import EngineMetrics
 from guardian.engine.rules.alert_series import build_alert_series, stale_series
-from guardian.engine.rules.compiled import TemplateEnv
-from guardian.engine.rules.fan_out import FanOut, in_order
-from guardian.engine.rules.for_state import RestorePolicy, restore_for_state, series_sample
-from guardian.engine.rules.group_eval import CompiledGroup, GroupState, evaluate_group
-from guardian.engine.rules.sharding import QueryFn, Sharding
+from guardian.engine.rules.for_state import restore_for_state, series_sample
+from guardian.engine.rules.group_eval import (
+    CompiledGroup,
+    GroupEvalOptions,
+    evaluate_group,
+)
+from guardian.engine.rules.sharding import QueryFn
 from guardian.model.alerts import Alert, AlertState, GroupEvaluation
 from guardian.model.labels import LabelSet
 from guardian.model.series import TimeSeries
 from guardian_common.errors import GuardianError, TransientError
 
 logger = logging.getLogger(__name__)
-
-Listener = Callable[[GroupEvaluation], None]
-# Runs inside the group's state transaction: SQL only, no network.
-TransactionWriter = Callable[[sqlite3.Connection], None]
-# Two phases, so a component (e.g. an outbox) records the transitions atomically with
-# the state that produced them: entered before the transaction (gather and plan; may
-# read the network), its writer runs inside it, and it is left once it has ended.
-TransactionHook = Callable[[GroupEvaluation], AbstractContextManager[TransactionWriter]]
-# Instead of querying: the group's new state and evaluation from elsewhere (a ruler's
-# /api/v1/rules with alerts.source: prometheus, app/rules/remote_source.py).
-GroupEvaluator = Callable[
-    [CompiledGroup, GroupState, float], tuple[dict[str, dict[LabelSet, Alert]], GroupEvaluation]
-]
 
 
 @dataclass
@@ -89,50 +77,41 @@ class ActiveAlert:
 
 
 class RuleEngine:
+    """Built from the records of app/rules/engine_setup.py; their parts stay attributes of
+    their own, as a reload replaces them one by one (app/runner.py)."""
+
     def __init__(
         self,
         groups: Sequence[CompiledGroup],
         query: QueryFn,
         *,
         metrics: EngineMetrics | None = None,
-        env: TemplateEnv | None = None,
-        store: AlertStore | None = None,
-        remote_write: RemoteWriteClient | None = None,
-        restore_policy: RestorePolicy | None = None,
-        for_state: ForStateRestorer | None = None,
-        monotonic: Callable[[], float] = time.monotonic,
-        clock: Callable[[], float] = time.time,
-        may_write: Callable[[], bool] = lambda: True,
-        listeners: Iterable[Listener] = (),
-        transaction_hooks: Iterable[TransactionHook] = (),
-        evaluator: GroupEvaluator | None = None,
-        fan_out: FanOut = in_order,
-        sharding: Sharding | None = None,
+        evaluation: EvaluationSetup | None = None,
+        restore: RestoreSetup | None = None,
+        sinks: EngineSinks | None = None,
     ) -> None:
-        """``for_state``: restore from Prometheus (the groups given here, the first
-        load). ``clock``: the wall clock that restore uses, as Prometheus does.
-        ``may_write``: whether this replica remote-writes now (the leader only).
-        ``fan_out``: runs a group's rules and template queries at once (a ThreadFanOut).
-        ``sharding``: splits a rule's query into shards asked at once."""
+        evaluation = evaluation or EvaluationSetup()
+        restore = restore or RestoreSetup()
+        sinks = sinks or EngineSinks()
         self.query = query
         self.metrics = metrics or EngineMetrics()
-        self.env = env or TemplateEnv({})
-        self.store = store
-        self.remote_write = remote_write
-        self.restore_policy = restore_policy or RestorePolicy()
-        self.listeners = list(listeners)
-        self.transaction_hooks = list(transaction_hooks)
-        self.for_state = for_state
-        self.may_write = may_write
-        self.evaluator = evaluator
-        self.fan_out = fan_out
-        self.sharding = sharding
-        self._monotonic = monotonic
-        self._clock = clock
+        self.env = evaluation.env
+        self.evaluator = evaluation.evaluator
+        self.fan_out = evaluation.fan_out
+        self.sharding = evaluation.sharding
+        self._monotonic = evaluation.monotonic
+        self.restore_policy = restore.policy
+        self.for_state = restore.from_prometheus
+        self._clock = restore.clock
+        self.store = sinks.store
+        self.remote_write = sinks.remote_write
+        self.listeners = list(sinks.listeners)
+        self.transaction_hooks = list(sinks.transaction_hooks)
+        self.may_write = sinks.may_write
         self._groups: dict[str, GroupRuntime] = {}
         self._lock = threading.Lock()
         self.replace_groups(groups)
-        if for_state is not None:
+        if self.for_state is not None:
             for runtime in self._groups.values():
                 runtime.pending_restore = PendingRestore()
 
@@ -224,15 +203,14 @@ class RuleEngine:
             if self.evaluator is not None:
                 state, evaluation = self.evaluator(runtime.compiled, runtime.state, ts)
             else:
-                state, evaluation = evaluate_group(
-                    runtime.compiled,
-                    runtime.state,
-                    ts,
-                    self.query,
+                options = GroupEvalOptions(
                     env=self.env,
                     monotonic=self._monotonic,
                     fan_out=self.fan_out,
                     sharding=self.sharding,
+                )
+                state, evaluation = evaluate_group(
+                    runtime.compiled, runtime.state, ts, self.query, options
                 )
             restoring = persist and runtime.pending_restore is not None
             if restoring:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import itemgetter
 from typing import Protocol
 
@@ -41,40 +41,34 @@ def _belongs(labels: Mapping[str, str], ref: WorkloadRef, pattern: re.Pattern[st
     )
 
 
+@dataclass(frozen=True)
+class UsageQuery:
+    """How usage is read: the cache's ``span`` is the replay's range, and each read
+    narrows it to start at the reclaim (usage is read from a reclaim to its end)."""
+
+    querier: InstantQuerier
+    fetcher: RangeFetcher
+    profile: MetricProfile
+    span: TimeRange
+    busy_threshold: float
+    chunk_seconds: float
+
+
 def workloads_usage(
-    querier: InstantQuerier,
-    fetcher: RangeFetcher,
-    profile: MetricProfile,
-    refs: Sequence[WorkloadRef],
-    span: TimeRange,
-    *,
-    cluster: str = "",
-    busy_threshold: float = 0.05,
-    chunk_seconds: float = 86400.0,
+    query: UsageQuery, refs: Sequence[WorkloadRef], cluster: str = ""
 ) -> dict[WorkloadRef, WorkloadUsage]:
-    """Each workload's usage over ``span``, read for up to ``BATCH`` workloads at once."""
+    """Each workload's usage over ``query.span``, read for up to ``BATCH`` workloads at once."""
     out: dict[WorkloadRef, WorkloadUsage] = {}
     ordered = sorted(set(refs), key=str)
     for i in range(0, len(ordered), BATCH):
-        batch = ordered[i : i + BATCH]
-        out.update(
-            _batch_usage(
-                querier, fetcher, profile, batch, span, cluster, busy_threshold, chunk_seconds
-            )
-        )
+        out.update(_batch_usage(query, ordered[i : i + BATCH], cluster))
     return out
 
 
 def _batch_usage(
-    querier: InstantQuerier,
-    fetcher: RangeFetcher,
-    profile: MetricProfile,
-    refs: Sequence[WorkloadRef],
-    span: TimeRange,
-    cluster: str,
-    busy_threshold: float,
-    chunk_seconds: float,
+    query: UsageQuery, refs: Sequence[WorkloadRef], cluster: str
 ) -> dict[WorkloadRef, WorkloadUsage]:
+    querier, fetcher, profile, span = query.querier, query.fetcher, query.profile, query.span
     patterns = {ref: re.compile(pod_pattern(ref)) for ref in refs}
     exact = {"cluster": cluster} if cluster else {}
     regex = {
@@ -98,13 +92,13 @@ def _batch_usage(
     busy: dict[WorkloadRef, set[int]] = {r: set() for r in refs}
     what = f"the usage of {len(refs)} reclaimed workloads ({refs[0]}, ...)"
     key = profile.gpu_key
-    for chunk in plan_chunks(span, chunk_seconds):
+    for chunk in plan_chunks(span, query.chunk_seconds):
         # Raw per-GPU series, joined here: a join at every step costs the server more.
         alloc = fetcher.fetch_chunk(profile.pod_allocation.format(sel=sel), chunk, what)
         util = fetcher.fetch_chunk(profile.utilization.format(gsel=gsel), chunk, what)
         busy_on = {
             tuple(u.labels.get(k, "") for k in key): {
-                ts for ts, v in u.samples if v >= busy_threshold
+                ts for ts, v in u.samples if v >= query.busy_threshold
             }
             for u in util.series
         }
@@ -121,16 +115,6 @@ def _batch_usage(
         ref: WorkloadUsage(ref, span.step, dict(held[ref]), tuple(sorted(busy[ref])))
         for ref in refs
     }
-
-
-@dataclass(frozen=True)
-class UsageQuery:
-    querier: InstantQuerier
-    fetcher: RangeFetcher
-    profile: MetricProfile
-    span: TimeRange  # the replay's range: usage is read from a reclaim to its end
-    busy_threshold: float
-    chunk_seconds: float
 
 
 class UsageCache:
@@ -156,15 +140,5 @@ class UsageCache:
 
     def _read(self, refs: Sequence[WorkloadRef], cluster: str, at: float) -> None:
         q = self.query
-        self.usages.update(
-            workloads_usage(
-                q.querier,
-                q.fetcher,
-                q.profile,
-                refs,
-                TimeRange(at, q.span.end, q.span.step),
-                cluster=cluster,
-                busy_threshold=q.busy_threshold,
-                chunk_seconds=q.chunk_seconds,
-            )
-        )
+        from_reclaim = replace(q, span=TimeRange(at, q.span.end, q.span.step))
+        self.usages.update(workloads_usage(from_reclaim, refs, cluster))

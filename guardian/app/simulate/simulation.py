@@ -33,6 +33,7 @@ from guardian.app.simulate.alert_timeline import Timeline, TimelineBuilder, Time
 from guardian.app.simulate.reclaimed_usage import UsageCache, UsageQuery
 from guardian.app.simulate.workloads import Workloads, from_cluster, from_series
 from guardian.engine.remediation import PlannerSettings, is_pipeline
+from guardian.engine.report.profiles import MetricProfile
 from guardian.engine.rules.compiled import TemplateEnv
 from guardian.engine.simulate.ladder_replay import (
     HOLD_PREFIX,
@@ -143,17 +144,7 @@ class Simulation:
         workloads = self._workloads(timeline)
         profile = detect_profile(self.clients.querier, span, opts.metrics)
         prices = self.settings.prices.table()
-        usage = UsageCache(
-            UsageQuery(
-                self.clients.querier,
-                self.fetcher,
-                profile,
-                TimeRange(span.start, span.end, span.step),
-                opts.busy_threshold,
-                max(opts.chunk_seconds, MAX_POINTS * span.step),
-            )
-        )
-
+        usage = self._usage(span, profile)
         log = self._replay(timeline, policies, workloads, groups, usage)
         reclaims = [
             reclaim_outcome(s, usage.usages[s.workload], span.end, opts.horizon, prices)
@@ -183,6 +174,20 @@ class Simulation:
             horizon=opts.horizon,
             elapsed=self.monotonic() - started,
             restores=[(at, str(ref)) for at, ref in log.restores],
+        )
+
+    def _usage(self, span: TimeRange, profile: MetricProfile) -> UsageCache:
+        """The reclaimed workloads' later usage, read as the replay asks for it."""
+        opts = self.options
+        return UsageCache(
+            UsageQuery(
+                self.clients.querier,
+                self.fetcher,
+                profile,
+                TimeRange(span.start, span.end, span.step),
+                opts.busy_threshold,
+                max(opts.chunk_seconds, MAX_POINTS * span.step),
+            )
         )
 
     def _workloads(self, timeline: Timeline) -> Workloads:

@@ -162,18 +162,27 @@ def with_cost(finding: Finding, now: float, prices: PriceTable) -> Finding:
     return finding.with_changes(cost=Cost(per_hour, waste, prices.currency))
 
 
+@dataclass(frozen=True)
+class AlertFacts:
+    """What an alert said when it fired. ``rule`` names it when ``alertname`` is missing;
+    ``value`` is NaN when unknown (an episode first seen through a ladder event)."""
+
+    labels: LabelSet
+    annotations: LabelSet
+    value: float
+    active_at: float
+    rule: str | None = None
+
+    @classmethod
+    def of(cls, t: AlertTransition) -> AlertFacts:
+        return cls(t.labels, t.annotations, t.value, t.active_at, t.rule)
+
+
 def new_finding(
-    labels: LabelSet,
-    annotations: LabelSet,
-    value: float,
-    active_at: float,
-    now: float,
-    rules: FindingRules,
-    context: OwnerContext | None,
-    *,
-    rule: str | None = None,
+    alert: AlertFacts, now: float, rules: FindingRules, context: OwnerContext | None
 ) -> Finding:
-    alertname = labels.get("alertname", rule or "alert")
+    labels, annotations, active_at = alert.labels, alert.annotations, alert.active_at
+    alertname = labels.get("alertname", alert.rule or "alert")
     ctx = context or OwnerContext()
     model = ctx.gpu_model or next((labels[k] for k in _MODEL_LABELS if labels.get(k)), None)
     mention = ctx.mention
@@ -197,7 +206,7 @@ def new_finding(
         gpu_group=labels.get("gpu_group") or None,
         gpu_model=model,
         workload=ctx.workload,
-        evidence=_evidence(alertname, value, annotations, active_at, rules),
+        evidence=_evidence(alertname, alert.value, annotations, active_at, rules),
         mentions=split_mentions(mention) if mention else (),
         advice=annotations.get("advice", "").strip() or None,
     )
@@ -231,9 +240,9 @@ def apply_transition(
     if t.kind is TransitionKind.FIRING:
         if before is not None:
             return None  # the same episode firing again (e.g. replayed after a restart)
-        finding = new_finding(
-            t.labels, t.annotations, t.value, t.active_at, t.at, rules, context, rule=t.rule
-        ).with_changes(evaluation_note=note)
+        finding = new_finding(AlertFacts.of(t), t.at, rules, context).with_changes(
+            evaluation_note=note
+        )
         return finding, HistoryEntry(t.at, Phase.FIRING, "Firing.", finding.mentions)
     if t.kind is TransitionKind.RESOLVED:
         if before is None or before.resolved_at is not None:
@@ -255,9 +264,8 @@ def apply_transition(
 # ------------------------------------------------------------------ remediation
 def finding_for_event(e: RemediationEvent, rules: FindingRules) -> Finding:
     """A finding for an episode the notifier never saw fire (enabled later, or lost)."""
-    base = new_finding(
-        e.alert_labels, LabelSet(), float("nan"), e.at, e.at, rules, OwnerContext(e.workload)
-    )
+    fired = AlertFacts(e.alert_labels, LabelSet(), float("nan"), e.at)
+    base = new_finding(fired, e.at, rules, OwnerContext(e.workload))
     return base.with_changes(episode=e.episode)
 
 

@@ -41,17 +41,26 @@ def group_key(alertname: str, namespace: str, cycle_at: float) -> str:
     return f"group:{alertname}:{namespace}:{int(cycle_at)}"
 
 
+@dataclass(frozen=True)
+class EpisodeChange:
+    """One change of one episode: the finding after it, its history line, and the key its
+    operations' idempotency keys start with."""
+
+    after: Finding
+    entry: HistoryEntry
+    idem: str
+
+
 def plan_change(
+    change: EpisodeChange,
     *,
     thread: str,
     announced: bool,
-    after: Finding,
-    entry: HistoryEntry,
-    idem: str,
     summary: GroupSummary | None,
     webhook: bool,
 ) -> list[Op]:
     """The ops for one change of one episode. ``summary`` is set for a grouped episode."""
+    after, entry, idem = change.after, change.entry, change.idem
     if not announced:
         if not after.open and after.phase is Phase.RESOLVED:
             return []  # it came and went without anyone being told (e.g. muted): stay quiet

@@ -168,11 +168,9 @@ def _apply(draft: Draft, change: _Change, now: float, settings: PlannerSettings)
         return
     draft.save(new_row)  # a group summary reads its members
     ops = lc.plan_change(
+        lc.EpisodeChange(after, change.entry, change.idem),
         thread=thread_key,
         announced=announced,
-        after=after,
-        entry=change.entry,
-        idem=change.idem,
         summary=_summary(draft, thread, now),
         webhook=settings.webhook,
     )
@@ -314,12 +312,11 @@ def _catch_up(
     if not row.announced and not finding.open:
         draft.skip(row.episode, "came and went while muted")
         return
+    entry = HistoryEntry(now, finding.phase, "Update after a mute window.")
     ops = lc.plan_change(
+        lc.EpisodeChange(finding, entry, lc.unmute_idem(finding)),
         thread=row.thread,
         announced=row.announced,
-        after=finding,
-        entry=HistoryEntry(now, finding.phase, "Update after a mute window."),
-        idem=lc.unmute_idem(finding),
         summary=_summary(draft, thread, now),
         webhook=settings.webhook,
     )

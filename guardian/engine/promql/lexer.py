@@ -27,6 +27,16 @@ _NUMBER_WORDS = frozenset({"inf", "nan"})
 _SPACE = " \t\n\r"
 _DIGITS = "0123456789"
 _HEX_DIGITS = "0123456789abcdefABCDEF"
+_SIMPLE = {
+    ",": T.COMMA,
+    "*": T.MUL,
+    "/": T.DIV,
+    "%": T.MOD,
+    "+": T.ADD,
+    "-": T.SUB,
+    "^": T.POW,
+    "@": T.AT,
+}
 
 
 class _Lexer:
@@ -88,20 +98,38 @@ class _Lexer:
 
     def statement(self) -> bool:
         ch = self.next()
-        simple = {",": T.COMMA, "*": T.MUL, "/": T.DIV, "%": T.MOD, "+": T.ADD, "-": T.SUB}
-        simple |= {"^": T.POW, "@": T.AT}
         if not ch:
-            if self.paren_depth:
-                return self.fail("unclosed left parenthesis")
-            if self.bracket_open:
-                return self.fail("unclosed left bracket")
-            self.emit(T.EOF)
-            return False
-        if ch in simple:
-            self.emit(simple[ch])
+            return self.end_of_input()
+        if ch in _SIMPLE:
+            self.emit(_SIMPLE[ch])
         elif ch in _SPACE:
             self.accept_run(_SPACE)
-        elif ch == "=":
+        elif ch in "=!<>":
+            return self.comparison(ch)
+        elif ch in _DIGITS or (ch == "." and self.peek() in tuple(_DIGITS)):
+            self.pos -= 1
+            return self.number_or_duration()
+        elif ch in "\"'`":
+            return self.string(ch)
+        elif is_alpha(ch) or ch == ":":
+            return self.word_or_colon(ch)
+        elif ch in "(){[]":  # a "}" outside braces is unexpected
+            return self.bracket(ch)
+        else:
+            return self.fail(f"unexpected character: {_quote_rune(ch)}")
+        return True
+
+    def end_of_input(self) -> bool:
+        if self.paren_depth:
+            return self.fail("unclosed left parenthesis")
+        if self.bracket_open:
+            return self.fail("unclosed left bracket")
+        self.emit(T.EOF)
+        return False
+
+    def comparison(self, ch: str) -> bool:
+        """``=``, ``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=`` (``=~`` only inside braces)."""
+        if ch == "=":
             if self.accept("="):
                 self.emit(T.EQLC)
             elif self.peek() == "~":
@@ -112,27 +140,28 @@ class _Lexer:
             if not self.accept("="):
                 return self.fail(f"unexpected character after '!': {_quote_rune(self.peek())}")
             self.emit(T.NEQ)
-        elif ch in "<>":
+        else:
             wide = self.accept("=")
             if ch == "<":
                 self.emit(T.LTE if wide else T.LSS)
             else:
                 self.emit(T.GTE if wide else T.GTR)
-        elif ch in _DIGITS or (ch == "." and self.peek() in tuple(_DIGITS)):
+        return True
+
+    def word_or_colon(self, ch: str) -> bool:
+        """A keyword or identifier; inside ``[…]`` the colon of a subquery."""
+        if not self.bracket_open:
             self.pos -= 1
-            return self.number_or_duration()
-        elif ch in "\"'`":
-            return self.string(ch)
-        elif is_alpha(ch) or ch == ":":
-            if not self.bracket_open:
-                self.pos -= 1
-                self.keyword_or_identifier()
-            elif self.got_colon:
-                return self.fail(f"unexpected colon {_quote_rune(ch)}")
-            else:
-                self.emit(T.COLON)
-                self.got_colon = True
-        elif ch == "(":
+            self.keyword_or_identifier()
+        elif self.got_colon:
+            return self.fail(f"unexpected colon {_quote_rune(ch)}")
+        else:
+            self.emit(T.COLON)
+            self.got_colon = True
+        return True
+
+    def bracket(self, ch: str) -> bool:
+        if ch == "(":
             self.emit(T.LEFT_PAREN)
             self.paren_depth += 1
         elif ch == ")":
@@ -152,13 +181,11 @@ class _Lexer:
             self.start = self.pos
             self.bracket_open = True
             return self.duration()
-        elif ch == "]":
+        else:  # "]"
             if not self.bracket_open:
                 return self.fail("unexpected right bracket ']'")
             self.emit(T.RIGHT_BRACKET)
             self.bracket_open = False
-        else:
-            return self.fail(f"unexpected character: {_quote_rune(ch)}")
         return True
 
     def inside_braces(self) -> bool:

@@ -59,20 +59,27 @@ class CompiledGroup:
         return self.group.name
 
 
+@dataclass(frozen=True)
+class GroupEvalOptions:
+    """How a group's rules are asked. ``monotonic`` times each rule (None: untimed);
+    ``sharding``: a rule's query may be asked in shards at once (engine/rules/sharding.py)."""
+
+    env: TemplateEnv | None = None
+    monotonic: Callable[[], float] | None = None
+    fan_out: FanOut = in_order
+    sharding: Sharding | None = None
+
+
 def evaluate_group(
     compiled: CompiledGroup,
     state: GroupState,
     ts: float,
     query: QueryFn,
-    *,
-    env: TemplateEnv | None = None,
-    monotonic: Callable[[], float] | None = None,
-    fan_out: FanOut = in_order,
-    sharding: Sharding | None = None,
+    options: GroupEvalOptions = GroupEvalOptions(),
 ) -> tuple[dict[str, dict[LabelSet, Alert]], GroupEvaluation]:
-    """All alerting rules of the group at ``ts``. Returns the new state and what happened.
-    ``sharding``: a rule's query may be asked in shards at once (engine/rules/sharding.py)."""
-    env = env or TemplateEnv({})
+    """All alerting rules of the group at ``ts``. Returns the new state and what happened."""
+    env = options.env or TemplateEnv({})
+    monotonic, fan_out, sharding = options.monotonic, options.fan_out, options.sharding
 
     def template_query(expr: str) -> list[QuerySample]:
         return [QuerySample(s.labels.to_dict(), s.value) for s in query(expr, ts).samples]

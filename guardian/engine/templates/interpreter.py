@@ -26,6 +26,7 @@ from guardian.engine.templates.values import (
 )
 
 _NO_FINAL = object()  # Go's missingVal: no value piped in from the previous command
+_NO_FIELD = object()  # the receiver has no such field or method
 _MAX_DEPTH = 100
 
 
@@ -242,11 +243,17 @@ class State:
         final: object,
     ) -> object:
         from_iface = False  # an element of map[string]interface {} has static type interface {}
-        for name in names[:-1]:
-            next_iface = isinstance(receiver, ArgsMap)
-            receiver = self.eval_field(dot, node, name, None, _NO_FINAL, receiver, from_iface)
-            from_iface = next_iface
-        return self.eval_field(dot, node, names[-1], args, final, receiver, from_iface)
+        for i, name in enumerate(names):
+            last = i == len(names) - 1
+            value = self.eval_field(
+                dot, node, name, args if last else None, final if last else _NO_FINAL, receiver
+            )
+            if value is _NO_FIELD:
+                kind = "interface {}" if from_iface else type_name(receiver)
+                raise self.errorf(f"can't evaluate field {name} in type {kind}")
+            from_iface = isinstance(receiver, ArgsMap)
+            receiver = value
+        return receiver
 
     def eval_field(
         self,
@@ -256,8 +263,9 @@ class State:
         args: list[n.Node] | None,
         final: object,
         receiver: object,
-        from_iface: bool = False,
     ) -> object:
+        """The field (or method) ``name`` of ``receiver``; ``_NO_FIELD`` if it has none
+        (the caller words the error: it knows the receiver's static type)."""
         if receiver is MISSING:
             return MISSING
         has_args = (args is not None and len(args) > 1) or final is not _NO_FINAL
@@ -286,8 +294,7 @@ class State:
             if has_args:
                 raise self.errorf(f"{name} is not a method but has arguments")
             return receiver.get(name, None if isinstance(receiver, ArgsMap) else "")
-        kind = "interface {}" if from_iface else type_name(receiver)
-        raise self.errorf(f"can't evaluate field {name} in type {kind}")
+        return _NO_FIELD
 
     def eval_function(
         self,

@@ -245,12 +245,7 @@ class Lexer:
         elif ch == "'":
             return self._lex_quote("'", Tok.CHAR_CONSTANT, "unterminated character constant")
         elif ch == "`":
-            idx = self.text.find("`", self.pos)
-            if idx < 0:
-                self._error("unterminated raw quoted string")
-                return None
-            self._advance(idx + 1 - self.pos)
-            self._emit(Tok.RAW_STRING)
+            return self._lex_raw_quote()
         elif ch == "$":
             return self._lex_field_or_variable(Tok.VARIABLE)
         elif ch == "." and not ("0" <= self._peek() <= "9" and self._peek() != ""):
@@ -275,6 +270,15 @@ class Lexer:
         else:
             self._error(f"unrecognized character in action: {go_rune(ch)}")
             return None
+        return self._lex_inside_action
+
+    def _lex_raw_quote(self) -> _State | None:
+        idx = self.text.find("`", self.pos)
+        if idx < 0:
+            self._error("unterminated raw quoted string")
+            return None
+        self._advance(idx + 1 - self.pos)
+        self._emit(Tok.RAW_STRING)
         return self._lex_inside_action
 
     def _lex_space(self) -> _State | None:

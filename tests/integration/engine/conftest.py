@@ -69,6 +69,7 @@ def make_engine(
 ) -> Any:
     from guardian.adapters.alert_store import AlertStore
     from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
+    from guardian.app.rules.engine_setup import EngineSinks, EvaluationSetup
     from guardian.app.rules.runtime import RuleEngine
     from guardian.engine.rules.compiled import TemplateEnv
     from guardian.model.http_client import HttpClientConfig
@@ -78,9 +79,10 @@ def make_engine(
     return RuleEngine(
         load_groups(rules),
         querier.query,
-        store=store,
-        env=TemplateEnv(external_labels or {}, "https://guardian.example"),
-        listeners=listeners,
+        evaluation=EvaluationSetup(
+            env=TemplateEnv(external_labels or {}, "https://guardian.example")
+        ),
+        sinks=EngineSinks(store=store, listeners=listeners),
     )
 
 

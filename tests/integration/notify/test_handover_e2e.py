@@ -15,7 +15,7 @@ import pytest
 from guardian.adapters.kube.episode_store import EpisodeStore
 from guardian.adapters.kube.rest import KubeRest
 from guardian.adapters.sqlite_db import Database
-from guardian.app.notify import SlackNotifier
+from guardian.app.notify import NotifierLinks, SlackNotifier
 from guardian.app.notify.thread_handover import pack_finding, unpack_finding
 from guardian.app.remediation.journal import EpisodeJournal
 from guardian.model.labels import LabelSet
@@ -62,8 +62,7 @@ class Replica:
             self.db,
             time.time,
             {"SLACK_BOT_TOKEN": TOKEN},
-            handover=self.journal,
-            **kw,
+            NotifierLinks(handover=self.journal, **kw),
         )
 
     def close(self) -> None:

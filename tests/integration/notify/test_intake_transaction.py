@@ -24,6 +24,7 @@ import yaml
 from guardian.adapters.alert_store import AlertStore
 from guardian.adapters.sqlite_db import Database
 from guardian.app.controller import ControllerParts
+from guardian.app.rules.engine_setup import EngineSinks
 from guardian.app.rules.runtime import RuleEngine
 from guardian.app.settings.config_file import load_settings
 from guardian.engine.rules.group_eval import CompiledGroup
@@ -148,7 +149,7 @@ def _engine(tmp_path: Path) -> RuleEngine:
     return RuleEngine(
         groups,
         lambda _expr, _ts: QueryResult((idle,)),
-        store=AlertStore.open(str(tmp_path / "state.db")),
+        sinks=EngineSinks(store=AlertStore.open(str(tmp_path / "state.db"))),
     )
 
 

@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry
 
 from guardian.adapters.ledger import Ledger
 from guardian.adapters.sqlite_db import Database
-from guardian.app.notify import SlackNotifier
+from guardian.app.notify import NotifierLinks, SlackNotifier
 from guardian.model.labels import LabelSet
 from guardian.model.remediation_events import LadderStep, RemediationEvent, StepOutcome
 from testbed.slackapi import FakeSlack
@@ -168,7 +168,7 @@ def test_routing_by_namespace_and_mentions(fake: FakeSlack, db: Database) -> Non
         db,
         time.time,
         {"SLACK_BOT_TOKEN": TOKEN},
-        context=owner,
+        NotifierLinks(context=owner),
     )
     n.on_transitions([firing(labels(namespace="team")), firing(labels(pod="other"))])
     drain_all(n)
@@ -200,7 +200,7 @@ def test_grouping_many_alerts_of_one_rule_and_namespace(fake: FakeSlack, db: Dat
 def test_outbox_depth_metric_while_slack_is_down(fake: FakeSlack, db: Database) -> None:
     registry = CollectorRegistry()
     n = SlackNotifier.from_settings(
-        settings(fake), db, time.time, {"SLACK_BOT_TOKEN": TOKEN}, registry=registry
+        settings(fake), db, time.time, {"SLACK_BOT_TOKEN": TOKEN}, NotifierLinks(registry=registry)
     )
     fake.down("refuse")
     n.on_transitions([firing(labels(pod=f"p{i}")) for i in range(3)])

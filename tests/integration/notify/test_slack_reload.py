@@ -14,6 +14,7 @@ import yaml
 from guardian.adapters.alert_store import AlertStore
 from guardian.app.controller import ControllerParts
 from guardian.app.rules.build import compile_groups
+from guardian.app.rules.engine_setup import EngineSinks
 from guardian.app.rules.runtime import RuleEngine
 from guardian.app.settings.config_file import load_settings
 from guardian.model.labels import LabelSet
@@ -81,7 +82,9 @@ def test_a_routing_edit_applies_in_place_and_an_unusable_one_is_refused(
         path = _config(tmp_path, slack)
         settings = load_settings(path)
         groups = compile_groups(settings)
-        engine = RuleEngine(groups, query, store=AlertStore.open(str(tmp_path / "state.db")))
+        engine = RuleEngine(
+            groups, query, sinks=EngineSinks(store=AlertStore.open(str(tmp_path / "state.db")))
+        )
         env = {"RELOAD_SLACK_TOKEN": TOKEN}
         parts = ControllerParts(settings, engine, env=env, clock=lambda: T0)
         try:

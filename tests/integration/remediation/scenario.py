@@ -23,6 +23,7 @@ from guardian.app.remediation.build import (
     pipeline_group_names,
 )
 from guardian.app.remediation.clusters import served_clusters
+from guardian.app.rules.engine_setup import EngineSinks, EvaluationSetup
 from guardian.app.rules.runtime import RuleEngine
 from guardian.app.settings.remediation import LeaderElectionSettings, RemediationSettings
 from guardian.engine.rules.compiled import TemplateEnv
@@ -159,7 +160,10 @@ def start_controller(
     querier = PrometheusQuerier(PrometheusAccess(HttpClientConfig(prometheus_url, timeout=10)))
     store = AlertStore.open(str(state))
     engine = RuleEngine(
-        compile_rules(), querier.query, store=store, env=TemplateEnv({}, "https://guardian.example")
+        compile_rules(),
+        querier.query,
+        evaluation=EvaluationSetup(env=TemplateEnv({}, "https://guardian.example")),
+        sinks=EngineSinks(store=store),
     )
     engine.load_state()
     remediation = RemediationSettings.model_validate(

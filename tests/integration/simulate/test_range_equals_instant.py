@@ -24,7 +24,7 @@ from guardian.app.promtest.group_prometheus import start_test_prometheus
 from guardian.app.simulate.alert_timeline import TimelineBuilder, TimelineRequest, group_slots
 from guardian.engine.promtest.model import parse_test_file
 from guardian.engine.rules.compiled import TemplateEnv
-from guardian.engine.rules.group_eval import CompiledGroup, evaluate_group
+from guardian.engine.rules.group_eval import CompiledGroup, GroupEvalOptions, evaluate_group
 from guardian.engine.rules.loader import parse_rule_file
 from guardian.model.alerts import AlertTransition
 from guardian.model.history import TimeRange
@@ -45,7 +45,9 @@ def instant_timeline(
         state: dict = {}
         found = out.setdefault(group.name, [])
         for ts_ms in group_slots(group, 0.0, end):
-            state, evaluation = evaluate_group(group, state, ts_ms / 1000, querier.query, env=env)
+            state, evaluation = evaluate_group(
+                group, state, ts_ms / 1000, querier.query, GroupEvalOptions(env=env)
+            )
             found.extend(evaluation.transitions)
     return out
 
@@ -155,7 +157,9 @@ def test_tricky_expressions_give_identical_timelines(tmp_path: Path, prometheus)
     live: list[AlertTransition] = []
     state: dict = {}
     for ts_ms in group_slots(groups[0], start, end):
-        state, evaluation = evaluate_group(groups[0], state, ts_ms / 1000, querier.query, env=env)
+        state, evaluation = evaluate_group(
+            groups[0], state, ts_ms / 1000, querier.query, GroupEvalOptions(env=env)
+        )
         live.extend(evaluation.transitions)
     request = TimelineRequest(groups, TimeRange(start, end, 60.0), env, chunk_seconds=2400.0)
     builder = TimelineBuilder(request, RangeFetcher(querier), querier.query)

@@ -9,7 +9,14 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.adapters.procfs import ProcReader
-from exporter.app.collection import REFRESH_CYCLES, CollectionLoop, SnapshotStore
+from exporter.app.collection import (
+    REFRESH_CYCLES,
+    CollectionLoop,
+    CollectionTiming,
+    NodeSources,
+    SnapshotStore,
+)
+from exporter.engine.snapshot_builder import SnapshotSetup
 from exporter.engine.vgpu import VgpuRatios
 from exporter.model.errors import BackendUnavailable
 from exporter.model.readings import DeviceReading, NodeReading, ProcessReading
@@ -43,15 +50,10 @@ def make(text: str, clock: FakeClock, timeout: float = 2.0) -> tuple[CollectionL
     scenario = parse_scenario(text)
     store = SnapshotStore()
     collector = CollectionLoop(
-        SimulatedBackend(scenario, clock),
-        ScenarioCgroups(scenario),
+        NodeSources(SimulatedBackend(scenario, clock), ScenarioCgroups(scenario)),
         store,
-        node="node-a",
-        ratios=VgpuRatios(),
-        interval=5.0,
-        timeout=timeout,
-        backoff_max=20.0,
-        clock=clock,
+        SnapshotSetup("node-a", VgpuRatios()),
+        CollectionTiming(interval=5.0, timeout=timeout, backoff_max=20.0, clock=clock),
     )
     return collector, store
 
@@ -175,8 +177,9 @@ def test_the_loop_survives_an_unexpected_exception_and_stops_cleanly() -> None:
     store = SnapshotStore()
     backend = _FlakyBackend()
     collector = CollectionLoop(
-        backend, ScenarioCgroups(parse_scenario(SCENARIO)), store,
-        node="n", ratios=VgpuRatios(), interval=0.01, timeout=1.0, backoff_max=1.0,
+        NodeSources(backend, ScenarioCgroups(parse_scenario(SCENARIO))), store,
+        SnapshotSetup("n", VgpuRatios()),
+        CollectionTiming(interval=0.01, timeout=1.0, backoff_max=1.0),
     )  # fmt: skip
     collector.start()
     try:
@@ -198,8 +201,9 @@ def test_backend_unavailable_from_read_counts_the_error_kind(clock: FakeClock) -
 
     store = SnapshotStore()
     collector = CollectionLoop(
-        Lost(), ScenarioCgroups(parse_scenario(SCENARIO)), store,
-        node="n", ratios=VgpuRatios(), interval=5, timeout=1.0, backoff_max=60, clock=clock,
+        NodeSources(Lost(), ScenarioCgroups(parse_scenario(SCENARIO))), store,
+        SnapshotSetup("n", VgpuRatios()),
+        CollectionTiming(interval=5, timeout=1.0, backoff_max=60, clock=clock),
     )  # fmt: skip
     snap = collector.run_cycle()
     assert [(e.op, e.kind, e.count) for e in snap.health.errors] == [
@@ -234,8 +238,9 @@ def test_attribution_is_cached_per_pid_and_refreshed(tmp_path: Path, clock: Fake
     write_proc_entry(tmp_path, 4242, f"0::/kubepods/besteffort/pod{POD}/{'c' * 64}\n")
     backend = _Fixed()
     collector = CollectionLoop(
-        backend, ProcReader(tmp_path), SnapshotStore(),
-        node="n", ratios=VgpuRatios(), interval=5, timeout=1.0, backoff_max=60, clock=clock,
+        NodeSources(backend, ProcReader(tmp_path)), SnapshotStore(),
+        SnapshotSetup("n", VgpuRatios()),
+        CollectionTiming(interval=5, timeout=1.0, backoff_max=60, clock=clock),
     )  # fmt: skip
 
     def pods() -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.engine.snapshot_builder import BuilderState, build_snapshot
+from exporter.engine.snapshot_builder import BuilderState, SnapshotSetup, build_snapshot
 from exporter.engine.utilization import (
     clamp_percent,
     integrate_busy,
@@ -109,8 +109,7 @@ def _build(
         NodeReading("550", tuple(devices)),
         ids,
         state or BuilderState(),
-        node="n1",
-        ratios=ratios or VgpuRatios(),
+        SnapshotSetup("n1", ratios or VgpuRatios()),
         taken_at=100.0,
         health=HEALTH,
     )
@@ -167,7 +166,7 @@ def test_pod_utilization_is_averaged_over_the_time_since_the_last_read() -> None
     procs = (ProcessReading(1, GiB), ProcessReading(2, GiB))
     _, state = build_snapshot(
         NodeReading("550", (_device(processes=procs),)), ids, BuilderState(),
-        node="n1", ratios=VgpuRatios(), taken_at=95.0, health=HEALTH,
+        SnapshotSetup("n1", VgpuRatios()), taken_at=95.0, health=HEALTH,
     )  # fmt: skip
     busy_once = (ProcessUtilSample(1, 98_000_000, 90),)
     steady = tuple(ProcessUtilSample(2, t * 1_000_000, 10) for t in range(96, 101))

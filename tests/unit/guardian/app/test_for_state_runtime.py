@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from guardian.app.rules.engine_setup import EngineSinks, RestoreSetup
 from guardian.app.rules.for_state_gather import ForStateRestorer
 from guardian.app.rules.metrics import EngineMetrics
 from guardian.app.rules.runtime import RuleEngine
@@ -70,10 +71,8 @@ def _engine(prom: Prometheus, **kw: Any) -> tuple[RuleEngine, Writer]:
         [_group()],
         prom.query,
         metrics=metrics,
-        remote_write=writer,  # type: ignore[arg-type]
-        for_state=restorer,
-        clock=lambda: T + 0.5,
-        **kw,
+        restore=RestoreSetup(from_prometheus=restorer, clock=lambda: T + 0.5),
+        sinks=EngineSinks(remote_write=writer, **kw),  # type: ignore[arg-type]
     )
     return engine, writer
 
@@ -151,7 +150,10 @@ def test_an_alert_that_fired_across_a_missed_slot_gets_its_active_at_back() -> N
     metrics = EngineMetrics()
     restorer = ForStateRestorer(prom, external_labels={}, policy=RestorePolicy(), metrics=metrics)
     engine = RuleEngine(
-        [group], prom.query, metrics=metrics, for_state=restorer, clock=lambda: T + 0.5
+        [group],
+        prom.query,
+        metrics=metrics,
+        restore=RestoreSetup(from_prometheus=restorer, clock=lambda: T + 0.5),
     )
     engine.evaluate(group.key, T - 660)
     engine.evaluate(group.key, T)  # ten slots missed: the `for` elapsed

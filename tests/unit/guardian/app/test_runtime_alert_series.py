@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from guardian.app.rules.engine_setup import EngineSinks
 from guardian.app.rules.runtime import RuleEngine
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.model.labels import LabelSet
@@ -42,7 +43,7 @@ def test_alerts_carry_raw_rule_labels_and_the_printed_query_is_evaluated() -> No
     engine = RuleEngine(
         [CompiledGroup.compile(GROUP, 60)],
         query,
-        remote_write=writer,  # type: ignore[arg-type]
+        sinks=EngineSinks(remote_write=writer),  # type: ignore[arg-type]
     )
 
     engine.evaluate(GROUP.key, 120.0)

@@ -12,7 +12,12 @@ import pytest
 
 from guardian.app.rules.thread_fan_out import ThreadFanOut
 from guardian.engine.rules.fan_out import FanOut, in_order
-from guardian.engine.rules.group_eval import CompiledGroup, GroupState, evaluate_group
+from guardian.engine.rules.group_eval import (
+    CompiledGroup,
+    GroupEvalOptions,
+    GroupState,
+    evaluate_group,
+)
 from guardian.model.alerts import GroupEvaluation
 from guardian.model.labels import LabelSet
 from guardian.model.query import PromSample, QueryResult
@@ -147,7 +152,7 @@ def _run(fan_out: FanOut, barrier: threading.Barrier | None) -> list[GroupEvalua
     evaluations = []
     for step in range(6):
         state, evaluation = evaluate_group(
-            group, state, T0 + 60 * step, _query(step, barrier), fan_out=fan_out
+            group, state, T0 + 60 * step, _query(step, barrier), GroupEvalOptions(fan_out=fan_out)
         )
         evaluations.append(evaluation)
     return evaluations

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from guardian.engine.notify.findings import FindingRules, PriceTable, new_finding, with_cost
+from guardian.engine.notify.findings import (
+    AlertFacts,
+    FindingRules,
+    PriceTable,
+    new_finding,
+    with_cost,
+)
 from guardian.model.labels import LabelSet
 from guardian.model.notifications import Finding, OwnerContext, Phase
 from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
@@ -41,7 +47,7 @@ CONTEXT = OwnerContext(
 
 def firing(now: float = T0 + 3600) -> Finding:
     """Active since T0 (30m idle window before it), seen at T0 + 1h."""
-    return new_finding(LABELS, ANNOTATIONS, 0.012, T0, now, RULES, CONTEXT)
+    return new_finding(AlertFacts(LABELS, ANNOTATIONS, 0.012, T0), now, RULES, CONTEXT)
 
 
 SHARE_LABELS = LabelSet(
@@ -73,12 +79,16 @@ MEMORY_ANNOTATIONS = LabelSet(
 
 def shared() -> Finding:
     """A pod idle on its quarter of a time-sliced GPU."""
-    return new_finding(SHARE_LABELS, SHARE_ANNOTATIONS, 0.25, T0, T0 + 3600, RULES, CONTEXT)
+    return new_finding(
+        AlertFacts(SHARE_LABELS, SHARE_ANNOTATIONS, 0.25, T0), T0 + 3600, RULES, CONTEXT
+    )
 
 
 def underused_memory() -> Finding:
     """A memory alert with right-sizing advice (value: the peak memory ratio)."""
-    return new_finding(MEMORY_LABELS, MEMORY_ANNOTATIONS, 0.1, T0, T0 + 3600, RULES, CONTEXT)
+    return new_finding(
+        AlertFacts(MEMORY_LABELS, MEMORY_ANNOTATIONS, 0.1, T0), T0 + 3600, RULES, CONTEXT
+    )
 
 
 def grace() -> Finding:

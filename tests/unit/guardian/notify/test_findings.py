@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from guardian.engine.notify.findings import (
+    AlertFacts,
     FindingRules,
     PriceTable,
     apply_remediation,
@@ -83,7 +84,7 @@ def test_price_table_matches_exact_then_longest_substring_then_default() -> None
 
 
 def test_new_finding_takes_evidence_from_value_labels_and_annotations() -> None:
-    f = new_finding(LABELS, ANNOTATIONS, 0.012, T0, T0 + 3600, RULES, CONTEXT)
+    f = new_finding(AlertFacts(LABELS, ANNOTATIONS, 0.012, T0), T0 + 3600, RULES, CONTEXT)
     assert f.episode == episode_id(LABELS, T0)
     assert (f.cluster, f.namespace, f.node, f.gpu_group) == (
         "prod-eu",
@@ -104,15 +105,12 @@ def test_new_finding_takes_evidence_from_value_labels_and_annotations() -> None:
 
 def test_memory_rule_value_is_the_peak_memory_ratio_and_annotations_override_windows() -> None:
     labels = LabelSet({**LABELS, "alertname": "GpuMemoryUnderutilized"})
-    f = new_finding(labels, LabelSet({"idle_window": "2h"}), 0.07, T0, T0, RULES, None)
+    f = new_finding(AlertFacts(labels, LabelSet({"idle_window": "2h"}), 0.07, T0), T0, RULES, None)
     assert f.evidence.peak_memory_ratio == 0.07
     assert f.evidence.peak_utilization is None
     assert f.evidence.idle_since == T0 - 7200
     nan = new_finding(
-        LABELS,
-        LabelSet({"idle_since": "123", "peak_utilization": "x"}),
-        math.nan,
-        T0,
+        AlertFacts(LABELS, LabelSet({"idle_since": "123", "peak_utilization": "x"}), math.nan, T0),
         T0,
         RULES,
         None,
@@ -120,7 +118,7 @@ def test_memory_rule_value_is_the_peak_memory_ratio_and_annotations_override_win
     assert nan.evidence.peak_utilization is None
     assert nan.evidence.idle_since == 123
     other = new_finding(
-        LabelSet({"alertname": "Other"}), LabelSet(), 5.0, T0, T0, FindingRules(), None
+        AlertFacts(LabelSet({"alertname": "Other"}), LabelSet(), 5.0, T0), T0, FindingRules(), None
     )
     # An alert without an idle window (a pipeline alert) is not "idle for" anything.
     assert other.evidence.idle_since is None
@@ -132,20 +130,20 @@ def test_a_share_of_a_gpu_costs_that_share_and_advice_is_kept() -> None:
     notes = LabelSet(
         {"share": "0.25", "idle_window": "30m", "advice": "  MIG 1g.10gb would have held it.  "}
     )
-    f = new_finding(labels, notes, 0.25, T0, T0 + 3600, RULES, CONTEXT)
+    f = new_finding(AlertFacts(labels, notes, 0.25, T0), T0 + 3600, RULES, CONTEXT)
     assert f.evidence.share == 0.25
     assert f.advice == "MIG 1g.10gb would have held it."
     assert f.cost is not None
     assert f.cost.per_hour == pytest.approx(4.1 * 0.25)
     # idle since the window before active_at: 1h30m of a quarter GPU
     assert f.cost.waste_so_far == pytest.approx(4.1 * 0.25 * 1.5)
-    whole = new_finding(LABELS, ANNOTATIONS, 0.0, T0, T0 + 3600, RULES, CONTEXT)
+    whole = new_finding(AlertFacts(LABELS, ANNOTATIONS, 0.0, T0), T0 + 3600, RULES, CONTEXT)
     assert (whole.evidence.share, whole.advice) == (None, None)
 
 
 @pytest.mark.parametrize("text", ["0", "-0.5", "1.5", "nan", "inf", "half", ""])
 def test_a_share_outside_0_to_1_is_ignored(text: str) -> None:
-    f = new_finding(LABELS, LabelSet({"share": text}), 0.0, T0, T0 + 3600, RULES, None)
+    f = new_finding(AlertFacts(LABELS, LabelSet({"share": text}), 0.0, T0), T0 + 3600, RULES, None)
     assert f.evidence.share is None
     assert f.cost is not None
     assert f.cost.per_hour == 4.1
@@ -238,7 +236,7 @@ def test_the_ladder_moves_the_phase() -> None:
 
 
 def test_finding_round_trips_through_json() -> None:
-    f = new_finding(LABELS, ANNOTATIONS, 0.012, T0, T0 + 3600, RULES, CONTEXT)
+    f = new_finding(AlertFacts(LABELS, ANNOTATIONS, 0.012, T0), T0 + 3600, RULES, CONTEXT)
     r, _ = apply_remediation(
         f, _e(LadderStep.RECLAIM, T0 + 1, restore_command="x"), RULES
     ) or pytest.fail("no change")
@@ -247,7 +245,7 @@ def test_finding_round_trips_through_json() -> None:
 
 def test_share_and_advice_round_trip_and_rows_written_before_them_still_load() -> None:
     notes = LabelSet({**ANNOTATIONS, "share": "0.5", "advice": "A 1/2 time-slice share."})
-    f = new_finding(LABELS, notes, 0.0, T0, T0 + 3600, RULES, CONTEXT)
+    f = new_finding(AlertFacts(LABELS, notes, 0.0, T0), T0 + 3600, RULES, CONTEXT)
     assert finding_from_dict(finding_to_dict(f)) == f
     old_row = finding_to_dict(f)
     del old_row["advice"]
@@ -257,7 +255,7 @@ def test_share_and_advice_round_trip_and_rows_written_before_them_still_load() -
 
 
 def test_routes_policy_then_namespace_then_gpu_group_then_default() -> None:
-    f = new_finding(LABELS, ANNOTATIONS, 0.0, T0, T0, RULES, None)
+    f = new_finding(AlertFacts(LABELS, ANNOTATIONS, 0.0, T0), T0, RULES, None)
     routes = Routes("#default", {"p": "#policy"}, {"ml-research": "#ns"}, {"a100-80g": "#group"})
     assert routes.channel_for(f) == "#ns"
     assert routes.channel_for(f.with_changes(policy="p")) == "#policy"
@@ -270,7 +268,7 @@ def _at(text: str) -> float:
 
 
 def test_mute_windows() -> None:
-    f = new_finding(LABELS, ANNOTATIONS, 0.0, T0, T0, RULES, None)
+    f = new_finding(AlertFacts(LABELS, ANNOTATIONS, 0.0, T0), T0, RULES, None)
     utc = ZoneInfo("UTC")
     absolute = MuteWindow(
         utc, start=_at("2026-12-24T00:00:00+00:00"), end=_at("2026-12-27T00:00:00+00:00")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from guardian.engine.rules.compiled import TemplateEnv
-from guardian.engine.rules.group_eval import CompiledGroup, evaluate_group
+from guardian.engine.rules.group_eval import CompiledGroup, GroupEvalOptions, evaluate_group
 from guardian.engine.simulate.rule_replay import GroupReplay
 from guardian.model.labels import LabelSet
 from guardian.model.query import PromSample, QueryResult
@@ -48,7 +48,7 @@ def test_replay_matches_evaluate_group_step_by_step() -> None:
                 raise result
             return result
 
-        state, live = evaluate_group(GROUP, state, ts, query, env=env)
+        state, live = evaluate_group(GROUP, state, ts, query, GroupEvalOptions(env=env))
         replayed = replay.step(ts, {key: answer(step)})
         assert replayed.transitions == live.transitions, f"step {step}"
         assert [o.health for o in replayed.outcomes] == [o.health for o in live.outcomes]
