@@ -36,6 +36,8 @@ from guardian.app.notify.interactivity import Interactivity, build_interactivity
 from guardian.app.notify.owner_context import OwnerLookup
 from guardian.app.notify.secrets import build_transport
 from guardian.app.remediation.build import (
+    ClusterAccess,
+    EngineSide,
     RemediationParts,
     build_remediation,
     engine_alerts,
@@ -208,15 +210,15 @@ def _build_remediation(
     the start, in one line."""
     remediation = build_remediation(
         settings.remediation,
-        db=db,
-        alerts=engine_alerts(engine),
-        pipeline_groups=pipeline_group_names(engine.groups),
-        metrics=RemediationMetrics(engine.metrics.registry),
-        ready=engine.ready,
-        default_cluster=settings.external_labels.get("cluster", ""),
-        # Through the engine's current querier (a reload may replace it).
-        source_clusters=served_clusters(lambda expr, ts: engine.query(expr, ts)),
-        env=env,
+        db,
+        EngineSide(engine_alerts(engine), pipeline_group_names(engine.groups), engine.ready),
+        ClusterAccess(
+            env=env,
+            default_cluster=settings.external_labels.get("cluster", ""),
+            # Through the engine's current querier (a reload may replace it).
+            source_clusters=served_clusters(lambda expr, ts: engine.query(expr, ts)),
+        ),
+        RemediationMetrics(engine.metrics.registry),
     )
     with api_access(remediation.rest.api_client):
         remediation.loop.reader.namespace(settings.remediation.controller_namespace)

@@ -2,9 +2,8 @@
 
 app/controller.py wires them (see docs/policies.md, "Wiring")::
 
-    parts = build_remediation(settings.remediation, db=engine.store.db,
-                              alerts=engine_alerts(engine),
-                              pipeline_groups=pipeline_group_names(engine.groups))
+    side = EngineSide(engine_alerts(engine), pipeline_group_names(engine.groups), engine.ready)
+    parts = build_remediation(settings.remediation, engine.store.db, side)
     engine.listeners.append(parts.loop.on_evaluation)
     parts.start_leader_election(on_lost=runner.leadership_lost)  # exit 1: lease lost
 """
@@ -164,72 +163,96 @@ class RemediationParts:
         self.rest.api_client.close()
 
 
+@dataclass(frozen=True)
+class EngineSide:
+    """What remediation takes from the rule engine: its alerts now, the pipeline rule
+    groups whose health every action needs, and whether every group has been evaluated
+    since it started (no cycle before: an alert not evaluated yet has not ended)."""
+
+    alerts: Callable[[], Sequence[FiringAlert]]
+    pipeline_groups: Sequence[str] = ()
+    ready: Callable[[], bool] = lambda: True
+
+
+@dataclass(frozen=True)
+class ClusterAccess:
+    """How to reach the cluster and tell it apart: a ready API client (else the settings'
+    credentials, looked up in ``env``), this controller's cluster when
+    ``settings.cluster`` is unset, and what reads the clusters the query endpoint serves."""
+
+    api_client: Any = None
+    env: Mapping[str, str] | None = None
+    default_cluster: str = ""
+    source_clusters: SourceClusters | None = None
+
+
 def build_remediation(
     settings: RemediationSettings,
-    *,
     db: Database,
-    alerts: Callable[[], Sequence[FiringAlert]],
-    pipeline_groups: Sequence[str],
-    api_client: Any = None,
+    engine: EngineSide,
+    access: ClusterAccess = ClusterAccess(),
     metrics: RemediationMetrics | None = None,
-    ready: Callable[[], bool] = lambda: True,
-    default_cluster: str = "",
-    source_clusters: SourceClusters | None = None,
-    env: Mapping[str, str] | None = None,
 ) -> RemediationParts:
-    """``ready``: the engine has evaluated every rule group since it started (no cycle
-    before, so that an episode whose alert is not evaluated yet is not taken as ended).
-    ``default_cluster`` is this controller's cluster when ``settings.cluster`` is unset;
-    ``source_clusters`` reads which clusters the query endpoint serves; ``env`` is where
-    the standard credential chain looks (kubeconfig unset)."""
-    policies = load_policies(settings.policy_files)
+    """The remediation loop and what it runs on, from settings."""
+    api_client = access.api_client
     if api_client is None:
-        credentials = KubeCredentials(settings.kubeconfig, settings.kube_context, env or {})
+        credentials = KubeCredentials(settings.kubeconfig, settings.kube_context, access.env or {})
         api_client = load_api_client(credentials)
     rest = KubeRest(api_client, timeout=settings.api_timeout)
     metrics = metrics or RemediationMetrics()
     ledger = Ledger.attach(db)
     clusters = ClusterFilter(
-        settings.cluster or default_cluster,
-        source_clusters or alerts_only,
+        settings.cluster or access.default_cluster,
+        access.source_clusters or alerts_only,
         RefusedAlertStore.attach(db),
         metrics,
     )
-    le = settings.leader_election
-    identity = le.identity or default_identity()
+    identity = settings.leader_election.identity or default_identity()
     # Which replica made a call, in the API server's audit log.
     rest.api_client.user_agent = f"gpu-guardian/{identity}"
-    elector: LeaseElector | None = None
-    writer = rest
-    if le.enabled:
-        elector = LeaseElector(
-            rest,
-            le.lease_namespace or settings.controller_namespace,
-            le.lease_name,
-            identity,
-            LeaseTiming(le.lease_duration, le.renew_deadline, le.retry_period),
-        )
-        writer = FencedRest(rest, elector.check)  # every write asks the Lease first
+    elector = _elector(settings, rest, identity)
+    writer = rest if elector is None else FencedRest(rest, elector.check)  # writes ask first
     reader = KubeReader(writer)
     journal = EpisodeJournal(shared_store(writer, settings), identity)
-    planner = PlannerSettings(
+    executor = Executor(writer, reader, instance=identity)
+    leads = elector.is_leader if elector is not None else lambda: True
+    loop = RemediationLoop(
+        load_policies(settings.policy_files),
+        LoopParts(reader, executor, ledger, journal, clusters),
+        LoopSource(engine.alerts, engine.ready, leads),
+        LoopSettings(
+            _planner(settings, engine.pipeline_groups),
+            settings.controller_namespace,
+            settings.cycle_interval,
+        ),
+        metrics,
+    )
+    parts = RemediationParts(loop, ledger, rest, metrics, journal, elector)
+    _watch(parts, settings, writer, identity)
+    return parts
+
+
+def _planner(settings: RemediationSettings, pipeline_groups: Sequence[str]) -> PlannerSettings:
+    return PlannerSettings(
         dry_run=settings.dry_run,
         kill_switch=settings.kill_switch,
         max_actions_per_cycle=settings.max_actions_per_cycle,
         max_health_age=settings.max_health_age,
         pipeline_groups=tuple(pipeline_groups),
     )
-    executor = Executor(writer, reader, instance=identity)
-    loop = RemediationLoop(
-        policies,
-        LoopParts(reader, executor, ledger, journal, clusters),
-        LoopSource(alerts, ready, elector.is_leader if elector is not None else lambda: True),
-        LoopSettings(planner, settings.controller_namespace, settings.cycle_interval),
-        metrics,
+
+
+def _elector(settings: RemediationSettings, rest: KubeRest, identity: str) -> LeaseElector | None:
+    le = settings.leader_election
+    if not le.enabled:
+        return None
+    return LeaseElector(
+        rest,
+        le.lease_namespace or settings.controller_namespace,
+        le.lease_name,
+        identity,
+        LeaseTiming(le.lease_duration, le.renew_deadline, le.retry_period),
     )
-    parts = RemediationParts(loop, ledger, rest, metrics, journal, elector)
-    _watch(parts, settings, writer, identity)
-    return parts
 
 
 def _watch(

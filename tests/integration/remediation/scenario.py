@@ -17,6 +17,8 @@ from guardian.adapters.alert_store import AlertStore
 from guardian.adapters.openmetrics import Sample, render_openmetrics
 from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
 from guardian.app.remediation.build import (
+    ClusterAccess,
+    EngineSide,
     RemediationParts,
     build_remediation,
     engine_alerts,
@@ -178,11 +180,12 @@ def start_controller(
     )
     parts = build_remediation(
         remediation,
-        db=store.db,
-        alerts=engine_alerts(engine),
-        pipeline_groups=pipeline_group_names(engine.groups),
-        api_client=config.new_client_from_config(config_file=str(kubeconfig)),
-        source_clusters=served_clusters(querier.query),
+        store.db,
+        EngineSide(engine_alerts(engine), pipeline_group_names(engine.groups)),
+        ClusterAccess(
+            config.new_client_from_config(config_file=str(kubeconfig)),
+            source_clusters=served_clusters(querier.query),
+        ),
     )
     engine.listeners.append(parts.loop.on_evaluation)
     return Controller(engine, parts, querier)

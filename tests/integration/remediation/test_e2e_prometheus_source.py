@@ -23,7 +23,13 @@ import yaml
 from kubernetes import config as k8s_config
 
 from guardian.adapters.openmetrics import Sample, render_openmetrics
-from guardian.app.remediation.build import build_remediation, engine_alerts, pipeline_group_names
+from guardian.app.remediation.build import (
+    ClusterAccess,
+    EngineSide,
+    build_remediation,
+    engine_alerts,
+    pipeline_group_names,
+)
 from guardian.app.rules.build import build_engine
 from guardian.app.settings.config_file import load_settings
 from guardian.app.settings.remediation import RemediationSettings
@@ -195,10 +201,9 @@ def test_remediation_on_the_alerts_of_a_prometheus_evaluating_the_rendered_pack(
                 "leader_election": {"enabled": False},
             }
         ),
-        db=engine.store.db,
-        alerts=engine_alerts(engine),
-        pipeline_groups=pipeline_group_names(engine.groups),
-        api_client=k8s_config.new_client_from_config(config_file=str(kubeconfig)),
+        engine.store.db,
+        EngineSide(engine_alerts(engine), pipeline_group_names(engine.groups)),
+        ClusterAccess(k8s_config.new_client_from_config(config_file=str(kubeconfig))),
     )
     engine.listeners.append(remediation.loop.on_evaluation)
     ledger = remediation.ledger

@@ -23,7 +23,12 @@ import pytest
 from kubernetes import config
 
 from guardian.adapters.sqlite_db import Database
-from guardian.app.remediation.build import RemediationParts, build_remediation
+from guardian.app.remediation.build import (
+    ClusterAccess,
+    EngineSide,
+    RemediationParts,
+    build_remediation,
+)
 from guardian.app.settings.remediation import RemediationSettings
 from guardian.model.labels import LabelSet
 from guardian.model.reclaim import FiringAlert
@@ -130,10 +135,9 @@ def parts(kube: FakeKubeAPI, tmp_path: Path) -> Iterator[RemediationParts]:
                 "leader_election": {"enabled": False},
             }
         ),
-        db=Database.open(tmp_path / "state.db"),
-        alerts=lambda: [idle_alert()],
-        pipeline_groups=(),
-        api_client=config.new_client_from_config(config_file=str(kubeconfig)),
+        Database.open(tmp_path / "state.db"),
+        EngineSide(lambda: [idle_alert()]),
+        ClusterAccess(config.new_client_from_config(config_file=str(kubeconfig))),
     )
     try:
         yield built
