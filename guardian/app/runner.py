@@ -169,8 +169,8 @@ class EngineRunner:
         self.parts = EngineParts(engine, querier)
         engine.query = querier.query
         engine.sharding = query_sharding(settings, querier)
-        if engine.for_state is not None:
-            engine.for_state.querier = querier
+        if engine.prometheus_restore is not None:
+            engine.prometheus_restore.querier = querier
         old.close()
 
     def _replace_fan_out(self, limit: int) -> None:

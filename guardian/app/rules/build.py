@@ -15,18 +15,18 @@ from guardian.adapters.prometheus_rules import PrometheusRulesReader
 from guardian.adapters.remote_write import RemoteWriteClient
 from guardian.app.config_files import parse_files
 from guardian.app.rules.engine_setup import EngineSinks, EvaluationSetup, RestoreSetup
-from guardian.app.rules.for_state_gather import ForStateRestorer
 from guardian.app.rules.metrics import EngineMetrics
 from guardian.app.rules.remote_source import RulerSource
+from guardian.app.rules.restart_restore_gather import ForStateRestorer
 from guardian.app.rules.runtime import RuleEngine
 from guardian.app.rules.shard_values import LabelValuesCache
 from guardian.app.rules.thread_fan_out import ThreadFanOut
 from guardian.app.settings.clients import RemoteWriteSettings
 from guardian.app.settings.config_file import Settings
 from guardian.engine.rules.compiled import TemplateEnv
-from guardian.engine.rules.for_state import RestorePolicy
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.engine.rules.loader import parse_rule_file
+from guardian.engine.rules.restart_restore import RestorePolicy
 from guardian.engine.rules.sharding import Sharding
 from guardian.model.rules import RuleFile
 from guardian_common.files import MAX_FILE_BYTES

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 
 from guardian.adapters.alert_store import AlertStore
 from guardian.adapters.remote_write import RemoteWriteClient
-from guardian.app.rules.for_state_gather import ForStateRestorer
+from guardian.app.rules.restart_restore_gather import ForStateRestorer
 from guardian.engine.rules.compiled import TemplateEnv
 from guardian.engine.rules.fan_out import FanOut, in_order
-from guardian.engine.rules.for_state import RestorePolicy
 from guardian.engine.rules.group_eval import CompiledGroup, GroupState
+from guardian.engine.rules.restart_restore import RestorePolicy
 from guardian.engine.rules.sharding import Sharding
 from guardian.model.alerts import Alert, GroupEvaluation
 from guardian.model.labels import LabelSet

@@ -7,7 +7,7 @@ transitions to listeners. A remote-write or listener failure is logged and count
 never changes alert state; a hook's failure fails the evaluation before anything is
 committed (the next one starts from the old state).
 
-For-state after a restart (``guardian/engine/rules/for_state.py``): the local cache is
+For-state after a restart (``guardian/engine/rules/restart_restore.py``): the local cache is
 resumed before a group's first evaluation; the groups of the first load then restore
 from ``ALERTS_FOR_STATE`` in Prometheus after their second evaluation, before it is
 committed, and write no series until then, as Prometheus's ``Group.run``.
@@ -24,15 +24,15 @@ from dataclasses import dataclass, field
 
 from guardian.adapters.alert_store import StoredGroup
 from guardian.app.rules.engine_setup import EngineSinks, EvaluationSetup, RestoreSetup
-from guardian.app.rules.for_state_gather import MAX_ATTEMPTS, PendingRestore
 from guardian.app.rules.metrics import EngineMetrics
+from guardian.app.rules.restart_restore_gather import MAX_ATTEMPTS, PendingRestore
 from guardian.engine.rules.alert_series import build_alert_series, stale_series
-from guardian.engine.rules.for_state import restore_for_state, series_sample
 from guardian.engine.rules.group_eval import (
     CompiledGroup,
     GroupEvalOptions,
     evaluate_group,
 )
+from guardian.engine.rules.restart_restore import restore_for_state, series_sample
 from guardian.engine.rules.sharding import QueryFn
 from guardian.model.alerts import Alert, AlertState, GroupEvaluation
 from guardian.model.labels import LabelSet
@@ -101,7 +101,7 @@ class RuleEngine:
         self.sharding = evaluation.sharding
         self._monotonic = evaluation.monotonic
         self.restore_policy = restore.policy
-        self.for_state = restore.from_prometheus
+        self.prometheus_restore = restore.from_prometheus
         self._clock = restore.clock
         self.store = sinks.store
         self.remote_write = sinks.remote_write
@@ -111,7 +111,7 @@ class RuleEngine:
         self._groups: dict[str, GroupRuntime] = {}
         self._lock = threading.Lock()
         self.replace_groups(groups)
-        if self.for_state is not None:
+        if self.prometheus_restore is not None:
             for runtime in self._groups.values():
                 runtime.pending_restore = PendingRestore()
 
@@ -234,14 +234,14 @@ class RuleEngine:
         self, runtime: GroupRuntime, state: dict[str, dict[LabelSet, Alert]]
     ) -> dict[str, dict[LabelSet, Alert]]:
         pending = runtime.pending_restore
-        if pending is None or self.for_state is None:
+        if pending is None or self.prometheus_restore is None:
             return state
         pending.evaluations += 1
         if pending.evaluations < 2:
             return state  # as Prometheus: after the second evaluation
         name = runtime.compiled.name
         try:
-            state = self.for_state.restore(
+            state = self.prometheus_restore.restore(
                 runtime.compiled, state, now=self._clock(), cache_down_at=pending.cache_down_at
             )
         except Exception as exc:  # per group: a restore must never stop evaluations

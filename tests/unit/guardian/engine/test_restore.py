@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 import pytest
 
 from guardian.engine.rules.alert_series import ALERTS_FOR_STATE_METRIC, build_alert_series
-from guardian.engine.rules.for_state import (
+from guardian.engine.rules.restart_restore import (
     RestorePolicy,
     RestoreReason,
     SeriesEnd,
@@ -80,7 +80,7 @@ def test_firing_and_resolved_alerts_are_kept_as_they_were() -> None:
 
 # ---------------------------------------------------------------- from ALERTS_FOR_STATE
 NOW = DOWN + 600.25  # the wall clock at the restore, after the second evaluation
-GRACE = RestorePolicy(grace_period_seconds=600, outage_tolerance_seconds=3600)
+GRACE = RestorePolicy(for_grace_seconds=600, outage_tolerance_seconds=3600)
 
 
 def _end(down: float, active_at: float, **kw: bool) -> SeriesEnd:
@@ -104,7 +104,7 @@ def test_series_three_cases_use_whole_seconds_and_the_wall_clock() -> None:
     # Prometheus's own example (for 30s, grace 5s): active 415.34, last sample 424.34,
     # restored at 434.34 -> 415 + (434.34 - 424): both truncations show.
     rule = AlertingRule("A", "m", for_seconds=30)
-    policy = RestorePolicy(grace_period_seconds=5, outage_tolerance_seconds=3600)
+    policy = RestorePolicy(for_grace_seconds=5, outage_tolerance_seconds=3600)
     plan = plan_series_restore(
         rule,
         _pending(430.0),

@@ -1,6 +1,7 @@
-"""For-state restoration after a restart, as Prometheus 2.42's ``Group.RestoreForState``.
+"""Restoring alerts' for-state after a restart, as Prometheus 2.42's ``Group.RestoreForState``
+(the ``for`` logic itself is in alerting.py).
 
-Two sources, both planned here (pure); ``guardian/app/rules/for_state_gather.py`` gathers them:
+Two sources, both planned here (pure); ``app/rules/restart_restore_gather.py`` gathers them:
 
 - the local cache (SQLite): the active maps stored at the group's last slot
   ``down_at``, resumed before the first evaluation (:func:`restore_for_state`);
@@ -9,7 +10,8 @@ Two sources, both planned here (pure); ``guardian/app/rules/for_state_gather.py`
   wall-clock ``now``, as Prometheus does with its own TSDB (:func:`plan_series_restore`).
 
 Both apply Prometheus's three cases to an alert whose rule's ``for`` is at least the
-grace period (shorter ones start over). The cache restores pending alerts (it keeps its
+``for`` grace period (``rules.alert.for-grace-period``; not the ladder's grace period;
+shorter ones start over). The cache restores pending alerts (it keeps its
 firing ones as stored); Prometheus, as in 2.42, any alert active after the second
 evaluation, firing included (its ``for`` may have elapsed across a missed slot):
 
@@ -46,7 +48,7 @@ LOOKBACK_SECONDS = 5 * 60.0
 
 @dataclass(frozen=True)
 class RestorePolicy:
-    grace_period_seconds: float = FOR_GRACE_PERIOD_SECONDS
+    for_grace_seconds: float = FOR_GRACE_PERIOD_SECONDS
     outage_tolerance_seconds: float = FOR_OUTAGE_TOLERANCE_SECONDS
 
 
@@ -94,7 +96,7 @@ def _resume(
     remaining_ms = round((rule.for_seconds - (down_at - active_at)) * 1000)
     if remaining_ms <= 0:
         return active_at, RestoreReason.ELAPSED
-    grace = policy.grace_period_seconds
+    grace = policy.for_grace_seconds
     if remaining_ms < round(grace * 1000):
         return now + grace - rule.for_seconds, RestoreReason.GRACE
     return active_at + max(0.0, now - down_at), RestoreReason.SHIFTED
@@ -114,7 +116,7 @@ def restore_for_state(
     over) when ``for`` < grace period or the outage exceeded the tolerance."""
     policy = policy or RestorePolicy()
     restorable = (
-        rule.for_seconds >= policy.grace_period_seconds
+        rule.for_seconds >= policy.for_grace_seconds
         and now - down_at <= policy.outage_tolerance_seconds
     )
     out: dict[LabelSet, Alert] = {}
@@ -210,7 +212,7 @@ def _from_series(
     policy: RestorePolicy,
 ) -> tuple[RestoreReason, float | None]:
     """The decision for one active alert and, when restored, its new ActiveAt."""
-    if rule.for_seconds < policy.grace_period_seconds:
+    if rule.for_seconds < policy.for_grace_seconds:
         return RestoreReason.SHORT_FOR, None
     now_ms = math.floor(now * 1000)
     window_ms = round(policy.outage_tolerance_seconds * 1000)

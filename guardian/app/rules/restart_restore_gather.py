@@ -1,5 +1,5 @@
 """For-state restore from Prometheus: gather each active alert's last ``ALERTS_FOR_STATE``
-sample, then apply the engine's plan (``guardian/engine/rules/for_state.py``).
+sample, then apply the engine's plan (``guardian/engine/rules/restart_restore.py``).
 
 Per rule whose ``for`` is at least the grace period, two queries at the wall-clock now:
 
@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from guardian.app.rules.metrics import EngineMetrics
-from guardian.engine.rules.for_state import (
+from guardian.engine.rules.group_eval import CompiledGroup
+from guardian.engine.rules.restart_restore import (
     RESTORED,
     RestorePlan,
     RestorePolicy,
@@ -34,7 +35,6 @@ from guardian.engine.rules.for_state import (
     matching,
     plan_series_restore,
 )
-from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.engine.rules.slots import slot_at_or_before
 from guardian.model.alerts import Alert
 from guardian.model.labels import LabelSet
@@ -109,7 +109,7 @@ class ForStateRestorer:
                 if alert.is_active
             }
             found: dict[LabelSet, SeriesEnd] = {}
-            if wanted and rule.for_seconds >= self.policy.grace_period_seconds:
+            if wanted and rule.for_seconds >= self.policy.for_grace_seconds:
                 found = self._gather(group, rule, wanted, now)
             plan = plan_series_restore(
                 rule,

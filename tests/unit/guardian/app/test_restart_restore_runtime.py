@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from guardian.app.rules.engine_setup import EngineSinks, RestoreSetup
-from guardian.app.rules.for_state_gather import ForStateRestorer
 from guardian.app.rules.metrics import EngineMetrics
+from guardian.app.rules.restart_restore_gather import ForStateRestorer
 from guardian.app.rules.runtime import RuleEngine
-from guardian.engine.rules.for_state import RestorePolicy
 from guardian.engine.rules.group_eval import CompiledGroup
+from guardian.engine.rules.restart_restore import RestorePolicy
 from guardian.model.alerts import AlertState
 from guardian.model.labels import LabelSet
 from guardian.model.query import MatrixResult, PromSample, QueryResult, RangeSeries
