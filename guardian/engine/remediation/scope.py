@@ -55,7 +55,7 @@ class ClusterScope:
     """This controller's cluster ("": not configured) and the clusters the source serves,
     "" for series without ``cluster`` (None: they could not be read, ``error`` says why)."""
 
-    own: str = ""
+    cluster: str = ""
     served: frozenset[str] | None = frozenset()
     error: str = ""
 
@@ -65,12 +65,12 @@ class ClusterScope:
         if self.served is None:
             return self
         named = {a.labels.get(CLUSTER_LABEL, "") for a in alerts if not is_pipeline(a.labels)}
-        return ClusterScope(self.own, frozenset(self.served | named), self.error)
+        return ClusterScope(self.cluster, frozenset(self.served | named), self.error)
 
     def refusal(self, labels: Mapping[str, str]) -> tuple[Refusal, str] | None:
         """Why an alert with ``labels`` is not ours to act on, or None."""
         cluster = labels.get(CLUSTER_LABEL, "")
-        own = self.own
+        own = self.cluster  # this controller's
         if own and cluster == own:
             return None
         if own and cluster:
