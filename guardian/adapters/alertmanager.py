@@ -23,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 import requests
 
 from guardian.adapters.http_credentials import (
-    CredentialError,
+    Endpoint,
     credentials,
     secrets_of,
     shown_url,
@@ -158,6 +158,13 @@ class AlertmanagerClient:
         self._auth = credentials(config, self._secrets)
         self._session = session if session is not None else requests.Session()
         self._headers = {**config.headers, "User-Agent": f"gpu-guardian/{_version()}"}
+        self._endpoint = Endpoint(
+            config,
+            self._auth,
+            f"Alertmanager {self.name}",
+            rejected=AlertmanagerRejected,
+            unavailable=AlertmanagerUnavailable,
+        )
 
     def close(self) -> None:
         self._session.close()
@@ -198,28 +205,7 @@ class AlertmanagerClient:
 
     def _request(self, method: str, path: str, **kwargs: Any) -> requests.Response:
         kwargs.setdefault("headers", self._headers)
-        try:
-            response = self._session.request(
-                method,
-                self._url(path),
-                timeout=self.config.timeout,
-                auth=self._auth,
-                verify=self.config.tls.verify,
-                cert=self.config.tls.cert,
-                allow_redirects=False,
-                **kwargs,
-            )
-        except CredentialError as exc:
-            raise AlertmanagerRejected(f"Alertmanager {self.name}: {exc}") from exc
-        except requests.Timeout:
-            raise AlertmanagerUnavailable(
-                f"Alertmanager {self.name}: no answer within {self.config.timeout}s"
-            ) from None
-        except requests.RequestException as exc:
-            # Not chained: requests repeats the URL's query, which may hold credentials.
-            raise AlertmanagerUnavailable(
-                f"Alertmanager {self.name}: cannot connect ({type(exc).__name__})"
-            ) from None
+        response = self._endpoint.send(self._session, method, self._url(path), **kwargs)
         status = response.status_code
         if 200 <= status < 300:
             return response

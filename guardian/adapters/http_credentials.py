@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import base64
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -115,3 +117,43 @@ def check_tls_files(config: HttpClientConfig, section: str) -> None:
     ):
         if path is not None and not Path(path).is_file():
             raise ConfigError(f"no such file: {path}", field=f"{section}.tls.{option}")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One client's server: its settings and credentials, and how its failures read
+    (``prefix`` opens every message; ``rejected`` and ``unavailable`` are its errors)."""
+
+    config: HttpClientConfig
+    auth: requests.auth.AuthBase | None
+    prefix: str
+    rejected: type[Exception]
+    unavailable: type[Exception]
+
+    def send(
+        self, session: requests.Session, method: str, url: str, **kwargs: Any
+    ) -> requests.Response:
+        """``method`` on ``url``, never following a redirect. Raises ``unavailable`` when
+        nothing answers and ``rejected`` when a credential file cannot be read; the status
+        of the answer is the caller's to judge."""
+        config = self.config
+        try:
+            return session.request(
+                method,
+                url,
+                timeout=config.timeout,
+                auth=self.auth,
+                verify=config.tls.verify,
+                cert=config.tls.cert,
+                allow_redirects=False,
+                **kwargs,
+            )
+        except CredentialError as exc:
+            raise self.rejected(f"{self.prefix}: {exc}") from exc
+        except requests.Timeout:
+            raise self.unavailable(f"{self.prefix}: no answer within {config.timeout}s") from None
+        except requests.RequestException as exc:
+            # Not chained: requests repeats the URL's query, which may hold credentials.
+            raise self.unavailable(
+                f"{self.prefix}: cannot connect ({type(exc).__name__})"
+            ) from None

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 import requests
 
 from guardian.adapters.http_credentials import (
-    CredentialError,
+    Endpoint,
     credentials,
     secrets_of,
     shown_url,
@@ -112,6 +112,13 @@ class PrometheusRulesReader:
         self._secrets = secrets_of(config)
         self._auth = credentials(config, self._secrets)
         self._session = session if session is not None else requests.Session()
+        self._endpoint = Endpoint(
+            config,
+            self._auth,
+            f"rules of {self.name}",
+            rejected=RulesRejected,
+            unavailable=RulesUnavailable,
+        )
 
     def close(self) -> None:
         self._session.close()
@@ -119,28 +126,13 @@ class PrometheusRulesReader:
     def groups(self) -> tuple[RemoteGroup, ...]:
         base = urlsplit(self.config.url)
         url = urlunsplit(base._replace(path=f"{base.path.rstrip('/')}/api/v1/rules"))
-        try:
-            response = self._session.get(
-                url,
-                params={"type": "alert"},
-                headers=dict(self.config.headers),
-                timeout=self.config.timeout,
-                auth=self._auth,
-                verify=self.config.tls.verify,
-                cert=self.config.tls.cert,
-                allow_redirects=False,
-            )
-        except CredentialError as exc:
-            raise RulesRejected(f"rules of {self.name}: {exc}") from exc
-        except requests.Timeout:
-            raise RulesUnavailable(
-                f"rules of {self.name}: no answer within {self.config.timeout}s"
-            ) from None
-        except requests.RequestException as exc:
-            # Not chained: requests repeats the URL's query, which may hold credentials.
-            raise RulesUnavailable(
-                f"rules of {self.name}: cannot connect ({type(exc).__name__})"
-            ) from None
+        response = self._endpoint.send(
+            self._session,
+            "GET",
+            url,
+            params={"type": "alert"},
+            headers=dict(self.config.headers),
+        )
         status = response.status_code
         if status != 200:
             detail = self._secrets.scrub(response.text[:200].strip())

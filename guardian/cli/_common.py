@@ -7,7 +7,8 @@ import sys
 from importlib import metadata
 from typing import TypeAlias
 
-from guardian_common.errors import ConfigError
+from guardian.adapters.kube.credentials import KubeAccessError
+from guardian_common.errors import ConfigError, GuardianError
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -22,6 +23,13 @@ def config_error(prog: str, exc: ConfigError) -> int:
     for line in str(exc).splitlines():
         print(f"{prog}: {line}", file=sys.stderr)
     return EXIT_CONFIG
+
+
+def failure(prog: str, exc: GuardianError) -> int:
+    """Print ``exc`` on stderr; the status: a usage error when the cluster cannot be reached
+    with the access given, else a failure. (A ConfigError is guardian's main's to print.)"""
+    print(f"{prog}: {exc}", file=sys.stderr)
+    return EXIT_USAGE if isinstance(exc, KubeAccessError) else EXIT_FAILURE
 
 
 def package_version() -> str:
@@ -43,3 +51,23 @@ def add_kube_options(parser: argparse.ArgumentParser) -> None:
         "~/.kube/config)",
     )
     parser.add_argument("--context", help="kubeconfig context (default: its current context)")
+
+
+def label_arg(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` as an argparse type: the pair, or an ArgumentTypeError."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def add_label_option(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """``--label KEY=VALUE``, repeatable: ``args.label`` is the list of pairs."""
+    parser.add_argument(
+        "--label",
+        action="append",
+        type=label_arg,
+        default=[],
+        metavar="KEY=VALUE",
+        help=help_text,
+    )

@@ -8,14 +8,7 @@ import os
 import sys
 
 from guardian.app.alertmanager.config_render import RenderRequest, render_alertmanager_config
-from guardian.cli._common import EXIT_OK, SubParsers
-
-
-def _label(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return key, value
+from guardian.cli._common import EXIT_OK, SubParsers, add_label_option
 
 
 def register(subparsers: SubParsers) -> None:
@@ -32,13 +25,9 @@ def register(subparsers: SubParsers) -> None:
     )
     parser.add_argument("--name", default="gpu-guardian", help="AlertmanagerConfig metadata.name")
     parser.add_argument("--namespace", help="AlertmanagerConfig metadata.namespace")
-    parser.add_argument(
-        "--label",
-        action="append",
-        type=_label,
-        default=[],
-        metavar="KEY=VALUE",
-        help="AlertmanagerConfig metadata label, e.g. for alertmanagerConfigSelector",
+    add_label_option(
+        parser,
+        "AlertmanagerConfig metadata label, e.g. for alertmanagerConfigSelector",
     )
     parser.add_argument(
         "--receiver-prefix",

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
-from guardian.adapters.kube.credentials import KubeAccessError
 from guardian.app.remediation.restore import RestoreRequest, run_restore
 from guardian.cli._common import (
-    EXIT_FAILURE,
     EXIT_OK,
-    EXIT_USAGE,
     SubParsers,
     add_kube_options,
     add_state_options,
+    failure,
 )
 from guardian_common.errors import ConfigError, GuardianError
 
@@ -46,11 +43,7 @@ def run(args: argparse.Namespace) -> int:
         ref, message = run_restore(request, os.environ, time.time())
     except ConfigError:
         raise  # guardian's main prints it and exits 2
-    except KubeAccessError as exc:
-        print(f"guardian restore: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     except GuardianError as exc:
-        print(f"guardian restore: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
+        return failure("guardian restore", exc)
     print(f"{ref}: {message}")
     return EXIT_OK

@@ -6,7 +6,13 @@ import argparse
 import sys
 
 from guardian.app.rules.check import load_findings
-from guardian.cli._common import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, SubParsers
+from guardian.cli._common import (
+    EXIT_CONFIG,
+    EXIT_FAILURE,
+    EXIT_OK,
+    SubParsers,
+    add_label_option,
+)
 from guardian.engine.rules.render import (
     DEFAULT_NAME,
     PLACEHOLDERS,
@@ -14,13 +20,6 @@ from guardian.engine.rules.render import (
     RenderOptions,
     render,
 )
-
-
-def _label(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return key, value
 
 
 def register(subparsers: SubParsers) -> None:
@@ -40,13 +39,9 @@ def register(subparsers: SubParsers) -> None:
         help=f"metadata.name (default {DEFAULT_NAME}; -1, -2, ... when split)",
     )
     parser.add_argument("--namespace", help="metadata.namespace (default: none)")
-    parser.add_argument(
-        "--label",
-        action="append",
-        type=_label,
-        default=[],
-        metavar="KEY=VALUE",
-        help="metadata label, e.g. release=kube-prometheus-stack for the operator's "
+    add_label_option(
+        parser,
+        "metadata label, e.g. release=kube-prometheus-stack for the operator's "
         "ruleSelector (repeatable)",
     )
     parser.add_argument(

@@ -10,17 +10,16 @@ import os
 import sys
 from typing import Any
 
-from guardian.adapters.kube.credentials import KubeAccessError
 from guardian.adapters.status_api import fetch_status
 from guardian.app.remediation.status import StatusReport
 from guardian.app.remediation.status_cluster import StatusRequest, run_status
 from guardian.cli._common import (
     EXIT_FAILURE,
     EXIT_OK,
-    EXIT_USAGE,
     SubParsers,
     add_kube_options,
     add_state_options,
+    failure,
 )
 from guardian_common.errors import ConfigError, GuardianError
 
@@ -52,12 +51,8 @@ def run(args: argparse.Namespace) -> int:
         report = run_status(request, os.environ)
     except ConfigError:
         raise  # guardian's main prints it and exits 2
-    except KubeAccessError as exc:
-        print(f"guardian status: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     except GuardianError as exc:
-        print(f"guardian status: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
+        return failure("guardian status", exc)
     return _print(report, args.json)
 
 

@@ -38,6 +38,7 @@ from guardian.app.remediation.reconcile import Reconciler
 from guardian.app.remediation.recording import StepRecorder
 from guardian.app.remediation.step_runner import Ready, StepRunner
 from guardian.engine.remediation import Cycle, PlannerSettings, is_pipeline, plan
+from guardian.engine.remediation.guards import group_health
 from guardian.engine.remediation.scope import check_pods
 from guardian.model.alerts import GroupEvaluation
 from guardian.model.policies import Annotations, Mode, ReclaimPolicy
@@ -64,15 +65,6 @@ logger = logging.getLogger(__name__)
 
 # The cycle's alerts in, Alertmanager's silences and inhibitions for them out.
 SuppressionSource = Callable[[Sequence[FiringAlert]], Suppressions]
-
-
-def group_health(evaluation: GroupEvaluation) -> GroupHealth:
-    bad = [o for o in evaluation.outcomes if not o.health.actionable]
-    reason = ""
-    if bad:
-        first = bad[0]
-        reason = f"rule {first.rule}: {first.health.value} ({first.reason or first.error or '?'})"
-    return GroupHealth(evaluation.group, evaluation.ts, not bad, reason)
 
 
 @dataclass(frozen=True)

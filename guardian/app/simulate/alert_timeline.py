@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 
 from guardian.app.history.fetch import Chunk, RangeFetcher, plan_chunks
 from guardian.app.history.progress import NoProgress, Progress
+from guardian.engine.remediation.guards import group_health
 from guardian.engine.rules.compiled import TemplateEnv
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.engine.rules.slots import slot_at_or_before
-from guardian.engine.simulate.ladder_replay import group_health
 from guardian.engine.simulate.rule_replay import Answer, EvaluationRecord, GroupReplay
 from guardian.engine.simulate.steps import vectors_by_step
 from guardian.model.alerts import AlertTransition

@@ -349,16 +349,19 @@ class Parser:
         if self.peek().typ is not T.DURATION:
             self.unexpected("offset", "duration")
         offset_ms = sign * self.duration("offset", "duration")
-        target: VectorSelector | SubqueryExpr
-        if isinstance(expr, MatrixSelector):
-            target = expr.selector
-        elif isinstance(expr, (VectorSelector, SubqueryExpr)):
-            target = expr
-        else:
-            self.fail(_start(expr), _OFFSET_PLACEMENT)
+        target = self.modifier_target(expr, _OFFSET_PLACEMENT)
         if target.offset_ms:
             self.fail(_start(expr), "offset may not be set multiple times")
         target.offset_ms = offset_ms
+
+    def modifier_target(self, expr: Expr, placement: str) -> VectorSelector | SubqueryExpr:
+        """The selector or subquery an offset or @ modifier after ``expr`` sets; else the
+        ``placement`` error."""
+        if isinstance(expr, MatrixSelector):
+            return expr.selector
+        if isinstance(expr, (VectorSelector, SubqueryExpr)):
+            return expr
+        self.fail(_start(expr), placement)
 
     def at(self, expr: Expr) -> None:
         self.advance()
@@ -374,13 +377,7 @@ class Parser:
             if math.isinf(seconds) or math.isnan(seconds) or abs(seconds) >= 2.0**63:
                 self.fail(_start(expr), f"timestamp out of bounds for @ modifier: {seconds:f}")
             timestamp_ms = round_half_away(seconds * 1000)
-        target: VectorSelector | SubqueryExpr
-        if isinstance(expr, MatrixSelector):
-            target = expr.selector
-        elif isinstance(expr, (VectorSelector, SubqueryExpr)):
-            target = expr
-        else:
-            self.fail(_start(expr), _AT_PLACEMENT)
+        target = self.modifier_target(expr, _AT_PLACEMENT)
         if target.timestamp_ms is not None or target.start_or_end is not None:
             self.fail(_start(expr), "@ <timestamp> may not be set multiple times")
         target.timestamp_ms, target.start_or_end = timestamp_ms, preprocessor

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from guardian.model.alerts import GroupEvaluation
 from guardian.model.policies import ALWAYS_EXCLUDED_NAMESPACES, Annotations, ReclaimPolicy
 from guardian.model.reclaim import (
     ActionKind,
@@ -25,6 +26,17 @@ from guardian.model.times import parse_rfc3339, rfc3339
 def is_pipeline(labels: Mapping[str, str]) -> bool:
     """Rules and alerts labelled ``guardian_class: pipeline`` watch the metrics pipeline."""
     return labels.get("guardian_class") == "pipeline"
+
+
+def group_health(evaluation: GroupEvaluation) -> GroupHealth:
+    """A group's health as the loop records it: healthy only if every rule's evaluation was
+    actionable."""
+    bad = [o for o in evaluation.outcomes if not o.health.actionable]
+    reason = ""
+    if bad:
+        first = bad[0]
+        reason = f"rule {first.rule}: {first.health.value} ({first.reason or first.error or '?'})"
+    return GroupHealth(evaluation.group, evaluation.ts, not bad, reason)
 
 
 def _truthy(value: str | None) -> bool:

@@ -46,9 +46,10 @@ def _ms(seconds: float) -> int:
     return round(seconds * 1000)
 
 
-def _transition(
+def transition(
     kind: TransitionKind, previous: AlertState, alert: Alert, rule: str, group: str, ev: Evidence
 ) -> AlertTransition:
+    """The transition record for ``alert`` of ``rule`` in ``group`` moving from ``previous``."""
     return AlertTransition(
         kind=kind,
         previous=previous,
@@ -230,7 +231,7 @@ def evaluate_alerting_rule(
         if step.shown.state is not before_state:
             kind = _KIND[step.shown.state]
             transitions.append(
-                _transition(kind, before_state, step.shown, rule.name, ctx.group, evidence)
+                transition(kind, before_state, step.shown, rule.name, ctx.group, evidence)
             )
     if ctx.limit > 0 and counted > ctx.limit:
         return _over_limit(rule, active, answer, ts, ctx, counted)
@@ -250,7 +251,7 @@ def _over_limit(
     error = f"exceeded limit of {ctx.limit} with {count} alerts"
     limit_evidence = Evidence(EvaluationHealth.FAILED, ts, rule.expr, error=error)
     cleared = [
-        _transition(TransitionKind.RESOLVED, a.state, a, rule.name, ctx.group, limit_evidence)
+        transition(TransitionKind.RESOLVED, a.state, a, rule.name, ctx.group, limit_evidence)
         for a in active.values()
         if a.is_active
     ]

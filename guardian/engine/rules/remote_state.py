@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
+from guardian.engine.rules.alerting import transition
 from guardian.engine.rules.group_eval import CompiledGroup, GroupState
 from guardian.model.alerts import (
     Alert,
@@ -106,7 +107,7 @@ def _transitions(
         previous = before.state if before is not None else AlertState.INACTIVE
         if alert.state is not previous:
             out.append(
-                _transition(
+                transition(
                     TransitionKind(alert.state.value), previous, alert, rule, group, evidence
                 )
             )
@@ -114,33 +115,9 @@ def _transitions(
         if labels not in new and alert.is_active:
             gone = replace(alert, state=AlertState.INACTIVE, resolved_at=ts)
             out.append(
-                _transition(TransitionKind.RESOLVED, alert.state, gone, rule, group, evidence)
+                transition(TransitionKind.RESOLVED, alert.state, gone, rule, group, evidence)
             )
     return out
-
-
-def _transition(
-    kind: TransitionKind,
-    previous: AlertState,
-    alert: Alert,
-    rule: str,
-    group: str,
-    evidence: Evidence,
-) -> AlertTransition:
-    return AlertTransition(
-        kind=kind,
-        previous=previous,
-        group=group,
-        rule=rule,
-        labels=alert.labels,
-        annotations=alert.annotations,
-        value=alert.value,
-        active_at=alert.active_at,
-        at=evidence.eval_ts,
-        evidence=evidence,
-        fired_at=alert.fired_at,
-        resolved_at=alert.resolved_at,
-    )
 
 
 def observe_group(

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from guardian.engine.remediation import Cycle, PlannerSettings, is_pipeline, plan
 from guardian.engine.remediation.guards import pipeline_reason
 from guardian.engine.simulate.rule_replay import EvaluationRecord
-from guardian.model.alerts import GroupEvaluation, TransitionKind
+from guardian.model.alerts import TransitionKind
 from guardian.model.labels import LabelSet
 from guardian.model.policies import Annotations, Mode, ReclaimPolicy
 from guardian.model.reclaim import (
@@ -43,16 +43,6 @@ from guardian.model.times import rfc3339
 
 HOLD_PREFIX = "missing data is not idleness"
 PlanFn = Callable[..., Plan]  # guardian.engine.remediation.plan's signature
-
-
-def group_health(evaluation: GroupEvaluation) -> GroupHealth:
-    """As the loop records it: healthy only if every rule's evaluation was actionable."""
-    bad = [o for o in evaluation.outcomes if not o.health.actionable]
-    reason = ""
-    if bad:
-        first = bad[0]
-        reason = f"rule {first.rule}: {first.health.value} ({first.reason or first.error or '?'})"
-    return GroupHealth(evaluation.group, evaluation.ts, not bad, reason)
 
 
 @dataclass(frozen=True)

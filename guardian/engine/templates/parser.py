@@ -116,19 +116,28 @@ class Parser:
     def parse_definition(self) -> None:
         context = "define clause"
         tok = self.next_non_space()
+        name = self.template_name(tok, context)
+        self.expect(Tok.RIGHT_DELIM, context)
+        body = self.definition_body(context)
+        if name in self.definitions and self.definitions[name].nodes and body.nodes:
+            raise self.error(f"template: multiple definition of template {_q(name)}")
+        self.definitions[name] = body
+
+    def template_name(self, tok: Token, context: str) -> str:
+        """The quoted name a define, template or block clause names."""
         if tok.typ not in (Tok.STRING, Tok.RAW_STRING):
             raise self.unexpected(tok, context)
-        name = self._unquote(tok)
-        self.expect(Tok.RIGHT_DELIM, context)
+        return self._unquote(tok)
+
+    def definition_body(self, context: str) -> n.ListNode:
+        """A define or block body up to its end, with only ``$`` in scope."""
         saved_vars = self.vars
         self.vars = ["$"]
         body, end = self.item_list()
         self.vars = saved_vars
         if not isinstance(end, n.End):
             raise self.error(f"unexpected {end} in {context}")
-        if name in self.definitions and self.definitions[name].nodes and body.nodes:
-            raise self.error(f"template: multiple definition of template {_q(name)}")
-        self.definitions[name] = body
+        return body
 
     def item_list(self) -> tuple[n.ListNode, n.Node]:
         body = n.ListNode(self.peek_non_space().pos)
@@ -210,21 +219,13 @@ class Parser:
     def template_control(self, tok: Token) -> n.Node:
         context = "template clause" if tok.typ is Tok.TEMPLATE else "block clause"
         name_tok = self.next_non_space()
-        if name_tok.typ not in (Tok.STRING, Tok.RAW_STRING):
-            raise self.unexpected(name_tok, context)
-        name = self._unquote(name_tok)
+        name = self.template_name(name_tok, context)
         pipe = None
         if self.next_non_space().typ is not Tok.RIGHT_DELIM:
             self.backup()
             pipe = self.pipeline(context, Tok.RIGHT_DELIM)
         if tok.typ is Tok.BLOCK:
-            saved_vars = self.vars
-            self.vars = ["$"]
-            body, end = self.item_list()
-            self.vars = saved_vars
-            if not isinstance(end, n.End):
-                raise self.error(f"unexpected {end} in {context}")
-            self.definitions[name] = body
+            self.definitions[name] = self.definition_body(context)
         return n.TemplateCall(name_tok.pos, name, pipe)
 
     def pipeline(self, context: str, end: Tok) -> n.Pipe:
