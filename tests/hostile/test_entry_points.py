@@ -3,7 +3,10 @@
 Each runs as a fresh process with limits set through ``preexec_fn``. The CPU limit here
 allows for the interpreter importing the whole CLI (over a second on a loaded machine);
 the per-case 2 s budget of the loaders themselves is test_loaders.py's. The peak RSS is
-the whole process's, as ``wait4`` reports it.
+the whole process's, as ``wait4`` reports it, taken by a small launcher that forks the
+entry point: a process forked from pytest itself starts with pytest's RSS as its
+high-water mark (Linux keeps it across exec), which grows with the number of tests
+collected and has nothing to do with the entry point.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ import os
 import resource
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -34,30 +36,42 @@ def _limits() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
 
 
+# argv: RSS file, program...; runs the program in a child of its own and writes that
+# child's peak RSS (KiB), exiting with its status.
+LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as rss:
+    rss.write(str(usage.ru_maxrss))
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
 def _run(args: list[str], tmp_path: Path) -> tuple[int, str, int]:
     """(exit status, output, peak RSS in bytes) of ``python -m args``."""
-    out = tmp_path / "out.txt"
+    out, rss = tmp_path / "out.txt", tmp_path / "rss.txt"
+    launcher = [sys.executable, "-c", LAUNCHER, str(rss), sys.executable]
     with out.open("wb") as sink:
         process = subprocess.Popen(
-            [sys.executable, "-m", *args],
+            [*launcher, "-m", *args],
             cwd=ROOT,
             stdin=subprocess.DEVNULL,
             stdout=sink,
             stderr=sink,
-            preexec_fn=_limits,  # limits set in the child, before exec
+            preexec_fn=_limits,  # limits set before exec, inherited by the entry point
+            start_new_session=True,  # so a hung one is killed with its launcher
         )
-        deadline = time.monotonic() + DEADLINE
-        while True:
-            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                process.kill()
-                pid, status, usage = os.wait4(process.pid, 0)
-                break
-            time.sleep(0.05)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return process.returncode, out.read_text(errors="replace"), usage.ru_maxrss * 1024
+        try:
+            code = process.wait(DEADLINE)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, 9)
+            code = process.wait()
+    peak = int(rss.read_text()) * 1024 if rss.exists() else 0
+    return code, out.read_text(errors="replace"), peak
 
 
 @pytest.mark.parametrize(
