@@ -67,6 +67,18 @@ def range_timeline(
     return out
 
 
+def _by_instant(
+    timeline: dict[str, list[AlertTransition]],
+) -> dict[str, list[AlertTransition]]:
+    """Each group's transitions in time order and, within one evaluation, by alert: an
+    instant query and a range query list a vector's series in different orders, and
+    the transitions of one evaluation follow that order (Prometheus's too)."""
+    return {
+        group: sorted(found, key=lambda t: (t.at, t.rule, t.labels.items_sorted))
+        for group, found in timeline.items()
+    }
+
+
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("path", PACK_TESTS, ids=lambda p: p.name)
 def test_shipped_pack_tests_give_identical_timelines(
@@ -93,7 +105,9 @@ def test_shipped_pack_tests_give_identical_timelines(
             querier.close()
         finally:
             prom.stop()
-        assert replayed == live, f"{case.name}: range and instant timelines differ"
+        assert _by_instant(replayed) == _by_instant(live), (
+            f"{case.name}: range and instant timelines differ"
+        )
         compared += sum(len(v) for v in live.values())
     assert compared > 0, "no test group produced a transition: nothing was compared"
 
