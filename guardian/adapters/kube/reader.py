@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -147,10 +148,9 @@ class KubeReader:
         ref: WorkloadRef,
         pods: Iterable[str] = (),
         jobs: Iterable[str] = (),
-        index: PodIndex | None = None,
     ) -> WorkloadState:
-        """The root as it is now; ``index`` shares the pod reads between the workloads of
-        one snapshot."""
+        """The root as it is now, without its members (``with_members`` reads them: only
+        a decision to act needs them, not a restore, a button or a status)."""
         obj = self.get(ref)
         res = self.resource(ref.api_version, ref.kind)
         action = action_for(ref, has_scale=res.has_scale)
@@ -174,7 +174,6 @@ class KubeReader:
             if action in (ActionKind.SCALE, ActionKind.SCALE_SUBRESOURCE)
             else None
         )
-        members = self.members(ref, obj, index or PodIndex())
         return WorkloadState(
             ref=ref,
             uid=str(meta.get("uid", "")),
@@ -189,17 +188,21 @@ class KubeReader:
             hpa=hpa,
             pods=tuple(sorted(pods)),
             jobs=tuple(sorted(jobs)),
-            members=members,
         )
 
     # ---------------------------------------------------------------- members
-    def members(self, ref: WorkloadRef, obj: Obj, index: PodIndex) -> tuple[MemberPod, ...] | None:
+    def with_members(self, ws: WorkloadState, index: PodIndex | None = None) -> WorkloadState:
+        """``ws`` with every pod it owns now; ``index`` shares the pod reads between the
+        workloads of one snapshot."""
+        return dataclasses.replace(ws, members=self.members(ws.ref, index or PodIndex()))
+
+    def members(self, ref: WorkloadRef, index: PodIndex) -> tuple[MemberPod, ...] | None:
         """Every pod holding GPUs that ``ref`` owns now, through its ReplicaSets, Jobs or
         StatefulSet: the whole the evidence must cover. None if they cannot be read.
         Ownership is read from owner references, not from the root's label selector."""
         try:
             if ref.api_version == "v1" and ref.kind == "Pod":
-                pods = [obj]
+                pods = [self.get(ref)]
             else:
                 pods = index.pods.get(ref.namespace) or []
                 if ref.namespace not in index.pods:
@@ -279,7 +282,7 @@ class KubeReader:
         for ref in sorted(refs, key=str):
             try:
                 seen, jobs = walk.pods.get(ref, ()), walk.jobs.get(ref, ())
-                workloads[ref] = self.workload(ref, seen, jobs, index)
+                workloads[ref] = self.with_members(self.workload(ref, seen, jobs), index)
             except NotFound:
                 continue
             except GuardianError as exc:

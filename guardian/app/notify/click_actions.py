@@ -112,7 +112,7 @@ class ClickActor:
         )
 
         def check() -> tuple[PlannedAction, WorkloadState] | None:
-            ws = self.w.reader.workload(ref)
+            ws = self.w.reader.with_members(self.w.reader.workload(ref))
             if Annotations.RECLAIMED_AT in ws.annotations:
                 return None  # done already (a leader before this one, or the ladder)
             if ws.hpa is not None and not action.hpa_record:

@@ -255,7 +255,8 @@ class RemediationLoop:
         ref = action.workload
         old = snapshot.workloads.get(ref)
         try:
-            fresh = self.reader.workload(ref, old.pods if old else (), old.jobs if old else ())
+            read = self.reader.workload(ref, old.pods if old else (), old.jobs if old else ())
+            fresh = self.reader.with_members(read)  # the evidence is judged again on them
         except NotFound:
             return None, None
         workloads = dict(snapshot.workloads)

@@ -36,7 +36,7 @@ def _deployment_with_pods(kube: FakeKubeAPI) -> dict[str, Any]:
 def test_every_gpu_pod_under_the_root_and_no_other(kube: FakeKubeAPI, reader: KubeReader) -> None:
     _deployment_with_pods(kube)
 
-    ws = reader.workload(TRAIN)
+    ws = reader.with_members(reader.workload(TRAIN))
 
     assert ws.members is not None
     got = {m.name: (m.phase, m.node, dict(m.gpus)) for m in ws.members}
@@ -65,7 +65,7 @@ def test_a_bare_pod_is_its_own_whole(kube: FakeKubeAPI, reader: KubeReader) -> N
     kube.create(b.namespace("ml"))
     kube.create(b.pod("bare", "ml", node="n1"))
 
-    ws = reader.workload(WorkloadRef("v1", "Pod", "ml", "bare"))
+    ws = reader.with_members(reader.workload(WorkloadRef("v1", "Pod", "ml", "bare")))
 
     assert [m.name for m in ws.members or ()] == ["bare"]
 
@@ -77,7 +77,7 @@ def test_a_cronjobs_pods_through_its_jobs(kube: FakeKubeAPI, reader: KubeReader)
     kube.create(b.pod("nightly-1-a", "ml", owners=[b.owner_reference(job)]))
     kube.create(b.pod("nightly-1-b", "ml", owners=[b.owner_reference(job)]))
 
-    ws = reader.workload(WorkloadRef("batch/v1", "CronJob", "ml", "nightly"))
+    ws = reader.with_members(reader.workload(WorkloadRef("batch/v1", "CronJob", "ml", "nightly")))
 
     assert sorted(m.name for m in ws.members or ()) == ["nightly-1-a", "nightly-1-b"]
 
@@ -91,7 +91,7 @@ def test_a_pod_whose_owner_is_gone_is_not_a_member(kube: FakeKubeAPI, reader: Ku
     orphan_owner["metadata"]["uid"] = "gone"
     kube.create(b.pod("train-gone-a", "ml", owners=[b.owner_reference(orphan_owner)]))
 
-    ws = reader.workload(TRAIN)
+    ws = reader.with_members(reader.workload(TRAIN))
 
     assert [m.name for m in ws.members or ()] == ["train-1-a"]
 
@@ -102,6 +102,18 @@ def test_pods_that_cannot_be_listed_are_unknown_not_none(
     _deployment_with_pods(kube)
     kube.fail_next(500, verb="list", path="/api/v1/namespaces/ml/pods", times=None)
 
-    ws = reader.workload(TRAIN)
+    ws = reader.with_members(reader.workload(TRAIN))
 
     assert ws.members is None  # the planner then holds: evidence cannot be shown whole
+
+
+def test_a_read_that_decides_nothing_lists_no_pods(kube: FakeKubeAPI, reader: KubeReader) -> None:
+    # A restore, a button or a status reads the root alone; only a decision to act
+    # (the snapshot, the re-check before a step, Reclaim now) needs its pods.
+    _deployment_with_pods(kube)
+    before = len(kube.requests(verb="list"))
+
+    ws = reader.workload(TRAIN)
+
+    assert ws.members is None
+    assert [r.path for r in kube.requests(verb="list")[before:] if r.path.endswith("/pods")] == []
