@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from guardian.adapters.sqlite_db import Database, MigrationSet
 from guardian.model.labels import LabelSet
 from guardian.model.reclaim import LedgerEntry, LedgerView
-from guardian.model.remediation_events import LadderStep, RemediationEvent, StepOutcome, WorkloadRef
+from guardian.model.remediation_events import (
+    HoldKind,
+    LadderStep,
+    RemediationEvent,
+    StepOutcome,
+    WorkloadRef,
+)
 from guardian.model.shared_episode import EpisodeState
 
 __all__ = ["Episode", "EpisodeState", "Ledger"]
@@ -64,13 +70,17 @@ LEDGER_MIGRATIONS = MigrationSet(
             seq INTEGER NOT NULL
         )
         """,
+        # What a recorded wait waits for (grace, demand, checkpoint, outage, ...).
+        "ALTER TABLE remediation_events ADD COLUMN hold TEXT",
     ),
 )
 
 _COLUMNS = (
     "seq, episode, api_version, kind, namespace, name, step, outcome, at, policy, reason, "
-    "alert_labels, next_step, next_step_due, original_replicas, restore_command"
+    "alert_labels, next_step, next_step_due, original_replicas, restore_command, hold"
 )
+# Steps that are not rungs of the ladder: the planner's view leaves them out.
+_BETWEEN = (LadderStep.GIVE_UP, LadderStep.HOLD, LadderStep.RESUME)
 
 
 @dataclass(frozen=True)
@@ -105,6 +115,7 @@ def _event(row: Sequence[object]) -> RemediationEvent:
         due,
         original,
         command,
+        hold,
     ) = row
     return RemediationEvent(
         episode=str(episode),
@@ -120,7 +131,19 @@ def _event(row: Sequence[object]) -> RemediationEvent:
         original_replicas=int(str(original)) if original is not None else None,
         restore_command=str(command) if command is not None else None,
         seq=int(str(seq)),
+        hold=HoldKind(str(hold)) if hold in HoldKind.__members__.values() else None,
     )
+
+
+def _outages(events: Sequence[RemediationEvent]) -> dict[str, tuple[float, float | None]]:
+    """episode -> its last outage (held since, resumed at), from its HOLD/RESUME events."""
+    out: dict[str, tuple[float, float | None]] = {}
+    for e in events:
+        if e.step is LadderStep.HOLD and (e.episode not in out or out[e.episode][1] is not None):
+            out[e.episode] = (e.at, None)
+        elif e.step is LadderStep.RESUME and e.episode in out:
+            out[e.episode] = (out[e.episode][0], e.at)
+    return out
 
 
 class Ledger:
@@ -153,7 +176,7 @@ class Ledger:
                     return None
             cursor = conn.execute(
                 f"INSERT INTO remediation_events ({_COLUMNS}) "  # noqa: S608 - fixed column list
-                "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     event.episode,
                     ref.api_version,
@@ -170,6 +193,7 @@ class Ledger:
                     event.next_step_due,
                     event.original_replicas,
                     event.restore_command,
+                    event.hold.value if event.hold else None,
                 ),
             )
             seq = int(cursor.lastrowid or 0)
@@ -271,8 +295,9 @@ class Ledger:
                 e.outcome is StepOutcome.DRY_RUN,
             )
             for e in events
+            if e.step not in _BETWEEN
         )
-        return LedgerView(opened, entries)
+        return LedgerView(opened, entries, _outages(events))
 
     def _query(
         self, where: str, params: Sequence[object], limit: int | None = None
@@ -283,6 +308,15 @@ class Ledger:
             params,
         )
         return [_event(r) for r in rows]
+
+    def unresumed_holds(self) -> dict[str, RemediationEvent]:
+        """episode -> the hold that began its outage, for each not resumed since."""
+        held = self._query(
+            "AS h WHERE h.step = ? AND NOT EXISTS (SELECT 1 FROM remediation_events AS r "
+            "WHERE r.episode = h.episode AND r.step = ? AND r.seq > h.seq)",
+            (LadderStep.HOLD.value, LadderStep.RESUME.value),
+        )
+        return {e.episode: e for e in held}  # the latest hold per episode wins
 
     def events_for(self, episodes: Sequence[str]) -> list[RemediationEvent]:
         if not episodes:

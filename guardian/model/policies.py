@@ -242,6 +242,10 @@ class Ladder(StrictModel):
     """Seconds between the notification and the reclaim (0: at once). 1h: time for the
     owner to answer before their workload is scaled down."""
     reclaim: Bool = True
+    reprove_after_outage: DurationOrZero = Field(default=0.0, alias="reproveAfterOutage")
+    """After its evidence could not be read for longer than this, a reclaim waits until
+    the idle window has been seen again (0: never; a reclaim always waits for one
+    healthy evaluation after an outage)."""
 
     @model_validator(mode="after")
     def _warn_first(self) -> Ladder:

@@ -134,6 +134,11 @@ def _ladder_schema() -> Schema:
             "annotate": _bool(True, "Annotate the workload on the next cycle."),
             "gracePeriod": _duration("1h", "Reclaim no sooner than this after the notification."),
             "reclaim": _bool(True, "false: warn only."),
+            "reproveAfterOutage": _duration(
+                "0s",
+                "After an outage of the evidence longer than this, reclaim only once the "
+                "idle window has been seen again (0s: never).",
+            ),
         },
         "notify → annotate → grace → reclaim.",
         default={},
@@ -272,6 +277,7 @@ def status_schema() -> Schema:
             "action": _string(),
             "at": _string(),
             "reason": _string(),
+            "waitingFor": _string(),
         }
     )
     return _obj(

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from guardian.model.labels import LabelSet
-from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
+from guardian.model.remediation_events import HoldKind, LadderStep, StepOutcome, WorkloadRef
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +233,8 @@ class LedgerView:
     open_episodes: Mapping[WorkloadRef, tuple[str, float, str]] = field(default_factory=dict)
     # workload -> (episode id, started at, policy)
     entries: tuple[LedgerEntry, ...] = ()
+    # episode -> (since, resumed at or None): its last spell without evidence
+    outages: Mapping[str, tuple[float, float | None]] = field(default_factory=dict)
 
     def steps(self, episode: str, *, real: bool) -> dict[LadderStep, float]:
         """When each step of ``episode`` was done: applied, or also dry-run if not ``real``."""
@@ -294,6 +296,7 @@ class Wait:
     next_step: LadderStep | None = None
     next_step_due: float | None = None
     partly_idle: bool = False  # some of the workload is idle, not all: never a reclaim
+    kind: HoldKind = HoldKind.GUARD  # what it waits for (status, the Slack thread)
 
 
 @dataclass(frozen=True)

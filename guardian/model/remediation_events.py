@@ -23,6 +23,10 @@ class LadderStep(StrEnum):
     CHECKPOINT = "checkpoint"  # reclaim-requested-at set: the workload may save its state
     RECLAIM = "reclaim"  # scale to 0, suspend, or stop the notebook
     RESTORE = "restore"
+    # Not rungs of the ladder: what happened to the episode between them.
+    GIVE_UP = "give-up"  # the checkpoint was never acknowledged (onTimeout: giveUp)
+    HOLD = "hold"  # no evidence can be read: the episode is held exactly as it is
+    RESUME = "resume"  # the evidence is back after a hold
 
 
 class StepOutcome(StrEnum):
@@ -31,6 +35,21 @@ class StepOutcome(StrEnum):
     DRY_RUN = "dry-run"  # observe mode or dry-run: logged and recorded, nothing changed
     REFUSED = "refused"  # a guard said no (exclusion, unhealthy pipeline, HPA policy, ...)
     FAILED = "failed"
+
+
+class HoldKind(StrEnum):
+    """What a workload the planner did not act on waits for: status says it this way."""
+
+    GRACE = "grace"  # the grace period; due: the reclaim's time
+    WINDOW = "window"  # the policy's active windows; due: the next opening
+    DEMAND = "demand"  # a Pending pod that could use its GPUs; no due time
+    CHECKPOINT = "checkpoint"  # the workload's acknowledgement; due: the deadline
+    GAVE_UP = "gave-up"  # no acknowledgement: the ladder stopped (a late one still counts)
+    EVIDENCE = "evidence"  # the alerts do not cover the whole workload (partly idle, new pods)
+    OUTAGE = "outage"  # the alerts cannot be seen now: the episode is held as it is
+    RESUMING = "resuming"  # the evidence is back; proving it again before a reclaim
+    GUARD = "guard"  # a guard said no: exclusion, pipeline health, silence, limits, ...
+    STEP = "step"  # nothing to wait for now (one step per cycle, ladder done, ...)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,3 +91,4 @@ class RemediationEvent:
     original_replicas: int | None = None
     restore_command: str | None = None  # e.g. "guardian restore ml/Deployment/train"
     seq: int | None = None  # the ledger's sequence number (a notifier's durable cursor)
+    hold: HoldKind | None = None  # a recorded wait: what it waits for

@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from guardian.model.labels import LabelSet
-from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
+from guardian.model.remediation_events import HoldKind, LadderStep, StepOutcome, WorkloadRef
 
 
 class EpisodeState(StrEnum):
@@ -60,6 +60,15 @@ class SlackParent:
 
 
 @dataclass(frozen=True, slots=True)
+class Outage:
+    """A spell without evidence (alerts not evaluated, a pipeline alert on its node):
+    the episode is held as it is, said once, and resumes once the evidence is back."""
+
+    since: float
+    resumed_at: float | None = None  # None: still held
+
+
+@dataclass(frozen=True, slots=True)
 class SharedEpisode:
     episode: str
     workload: WorkloadRef
@@ -73,7 +82,9 @@ class SharedEpisode:
     inflight: InFlight | None = None
     next_step: LadderStep | None = None
     next_step_due: float | None = None
-    planned: str = ""  # the reason of the last pending step recorded (said once)
+    planned: str = ""  # the reason of the last wait recorded (said once)
+    hold: HoldKind | None = None  # what that wait waits for
+    outage: Outage | None = None  # the last time its evidence could not be read
     original_replicas: int | None = None
     slack: SlackParent | None = None
 

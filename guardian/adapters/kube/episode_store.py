@@ -22,10 +22,11 @@ from typing import Any
 
 from guardian.adapters.kube.rest import Conflict, KubeRest, NotFound, Obj, object_path
 from guardian.model.labels import LabelSet
-from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
+from guardian.model.remediation_events import HoldKind, LadderStep, StepOutcome, WorkloadRef
 from guardian.model.shared_episode import (
     EpisodeState,
     InFlight,
+    Outage,
     SharedEpisode,
     SlackParent,
     StepMark,
@@ -75,6 +76,10 @@ def encode(e: SharedEpisode) -> str:
         doc["inflight"] = [f.step.value, f.attempt, _t(f.at), f.by]
     if e.next_step is not None:
         doc["next"] = [e.next_step.value, _t(e.next_step_due)]
+    if e.hold is not None:
+        doc["hold"] = e.hold.value
+    if e.outage is not None:
+        doc["outage"] = [_t(e.outage.since), _t(e.outage.resumed_at)]
     if e.slack is not None:
         s = e.slack
         doc["slack"] = {
@@ -88,12 +93,22 @@ def encode(e: SharedEpisode) -> str:
     return json.dumps({k: v for k, v in doc.items() if v not in (None, [])}, separators=(",", ":"))
 
 
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _hold(value: Any) -> HoldKind | None:
+    """A hold kind this version knows; a newer one's unknown kind reads as none."""
+    return HoldKind(value) if value in HoldKind.__members__.values() else None
+
+
 def decode(episode: str, text: str) -> SharedEpisode:
     """Raises ValueError (or KeyError, TypeError) on a record it cannot read."""
     d = json.loads(text)
     if d.get("v") != VERSION:
         raise ValueError(f"record version {d.get('v')!r}, this controller reads {VERSION}")
     inflight, nxt, slack = d.get("inflight"), d.get("next"), d.get("slack")
+    outage = d.get("outage")
     return SharedEpisode(
         episode=episode,
         workload=WorkloadRef(*(str(x) for x in d["workload"])),
@@ -113,6 +128,8 @@ def decode(episode: str, text: str) -> SharedEpisode:
         next_step=None if nxt is None else LadderStep(nxt[0]),
         next_step_due=None if nxt is None or nxt[1] is None else float(nxt[1]),
         planned=str(d.get("planned") or ""),
+        hold=_hold(d.get("hold")),
+        outage=None if outage is None else Outage(float(outage[0]), _float(outage[1])),
         original_replicas=d.get("originalReplicas"),
         slack=None
         if slack is None

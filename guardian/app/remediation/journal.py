@@ -23,10 +23,11 @@ from guardian.adapters.kube.episode_store import EpisodeStore
 from guardian.adapters.kube.fence import NotLeader
 from guardian.model.labels import LabelSet
 from guardian.model.reclaim import LedgerEntry, LedgerView, PlannedAction, Wait
-from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
+from guardian.model.remediation_events import HoldKind, LadderStep, StepOutcome, WorkloadRef
 from guardian.model.shared_episode import (
     EpisodeState,
     InFlight,
+    Outage,
     SharedEpisode,
     SlackParent,
     StepMark,
@@ -87,8 +88,14 @@ class EpisodeJournal:
             )
             for r in records
             for m in r.steps
+            if m.step not in (LadderStep.GIVE_UP, LadderStep.HOLD, LadderStep.RESUME)
         )
-        return LedgerView(opened, entries)
+        outages = {
+            r.episode: (r.outage.since, r.outage.resumed_at)
+            for r in records
+            if r.live and r.outage is not None
+        }
+        return LedgerView(opened, entries, outages)
 
     # -------------------------------------------------------------- the step protocol
     def claim(self, action: PlannedAction, started_at: float, now: float) -> None:
@@ -190,33 +197,54 @@ class EpisodeJournal:
         except GuardianError as exc:  # the next leader sees it in flight and decides
             logger.warning("shared state: could not release %s: %s", action.episode, exc)
 
-    def note_planned(self, wait: Wait, now: float) -> bool:
-        """Record a pending step (the grace deadline) once; False if already recorded, by
-        this leader or an earlier one, so that nobody is told twice."""
+    def note_wait(self, wait: Wait, now: float) -> bool | None:
+        """Record a wait of ``wait.episode`` once; False if already said, by this leader or
+        an earlier one, so that nobody is told twice; None without a shared record of the
+        episode. A wait says once what it waits for
+        and why (a pending step: its next step and due time too); a hold for lack of
+        evidence is said once per outage, whatever its reason says."""
         cur = self.store.get(wait.episode)
         if cur is None:
-            return True
-        if cur.planned == wait.reason:
+            return None  # no shared record (nothing done yet): the ledger decides
+        if not _news(cur, wait):
             return False
 
         def change(rec: SharedEpisode | None) -> SharedEpisode | None:
-            if rec is None or rec.planned == wait.reason:
+            if rec is None or not _news(rec, wait):
                 return rec
-            return replace(
-                rec,
-                planned=wait.reason,
-                next_step=wait.next_step,
-                next_step_due=wait.next_step_due,
-                updated_at=now,
-            )
+            return _noted(rec, wait, now)
 
         try:
             self.store.update(wait.episode, change, now)
         except NotLeader:
             raise
         except GuardianError as exc:  # said now; perhaps said again by the next leader
-            logger.warning("shared state: could not note %s's next step: %s", wait.episode, exc)
+            logger.warning("shared state: could not note %s's wait: %s", wait.episode, exc)
         return True
+
+    def resume(self, episode: str, now: float) -> SharedEpisode | None:
+        """The evidence of ``episode`` is back: end its outage once; the record as it was
+        (its outage's start) if this call ended it, else None."""
+        cur = self.store.get(episode)
+        if cur is None or cur.outage is None or cur.outage.resumed_at is not None:
+            return None
+
+        def change(rec: SharedEpisode | None) -> SharedEpisode | None:
+            if rec is None or rec.outage is None or rec.outage.resumed_at is not None:
+                return rec
+            ended = Outage(rec.outage.since, now)
+            return replace(rec, outage=ended, hold=None, planned="", updated_at=now)
+
+        self.store.update(episode, change, now)
+        return cur
+
+    def held(self) -> list[SharedEpisode]:
+        """The live episodes held now for lack of evidence."""
+        return [
+            r
+            for r in self.store.episodes()
+            if r.live and r.outage is not None and r.outage.resumed_at is None
+        ]
 
     def end(self, episode: str, state: EpisodeState, now: float) -> None:
         """The episode is over (alerts gone, restored outside the ladder)."""
@@ -276,3 +304,21 @@ class EpisodeJournal:
             logger.warning("shared state unreadable, Slack threads not handed over: %s", exc)
             return False
         return True
+
+
+def _news(rec: SharedEpisode, wait: Wait) -> bool:
+    """Whether ``wait`` says something the episode's record has not said yet."""
+    if wait.kind is HoldKind.OUTAGE:
+        return rec.outage is None or rec.outage.resumed_at is not None
+    return (rec.planned, rec.hold) != (wait.reason, wait.kind)
+
+
+def _noted(rec: SharedEpisode, wait: Wait, now: float) -> SharedEpisode:
+    new = replace(rec, planned=wait.reason, hold=wait.kind, updated_at=now)
+    if wait.kind is HoldKind.OUTAGE:
+        return replace(new, outage=Outage(now))
+    if wait.kind is HoldKind.GAVE_UP:
+        return replace(new, next_step=None, next_step_due=None)
+    if wait.refused:  # a refusal leaves the next step as it was
+        return new
+    return replace(new, next_step=wait.next_step, next_step_due=wait.next_step_due)

@@ -11,7 +11,16 @@ from guardian.adapters.ledger import EpisodeState, Ledger
 from guardian.app.remediation.journal import EpisodeJournal
 from guardian.app.remediation.metrics import RemediationMetrics
 from guardian.model.reclaim import PlannedAction, Wait, WorkloadState
-from guardian.model.remediation_events import LadderStep, RemediationEvent, StepOutcome
+from guardian.model.remediation_events import (
+    HoldKind,
+    LadderStep,
+    RemediationEvent,
+    StepOutcome,
+    WorkloadRef,
+)
+from guardian.model.shared_episode import SharedEpisode
+from guardian.model.times import rfc3339
+from guardian_common.durations import format_duration
 
 logger = logging.getLogger(__name__)
 
@@ -89,32 +98,100 @@ class StepRecorder:
         )
 
     def waits(self, waits: Sequence[Wait], now: float) -> None:
-        """Refusals and pending steps, each recorded once until its reason changes (a
-        pending step once per episode whichever leader recorded it)."""
+        """Refusals and pending steps, each recorded once until what it says changes, once
+        per episode whichever leader recorded it; a hold for lack of evidence once per
+        outage. Then each held episode whose evidence is back resumes, said once."""
         refused = 0
+        outage: set[str] = set()
         for wait in waits:
             if wait.workload is None:
                 logger.info("waiting: %s", wait.reason)
                 continue
             refused += wait.refused
-            if not wait.refused and wait.next_step is None:
+            if wait.kind is HoldKind.OUTAGE:
+                outage.add(wait.episode)
+            elif not wait.refused and wait.next_step is None:
                 continue
-            planned = not wait.refused and wait.episode
-            if planned and self.journal is not None and not self.journal.note_planned(wait, now):
+            if not self._news(wait, now):
                 continue
             self.record(
-                RemediationEvent(
-                    wait.episode,
-                    wait.workload,
-                    wait.next_step or LadderStep.GRACE,
-                    StepOutcome.REFUSED if wait.refused else StepOutcome.PLANNED,
-                    now,
-                    wait.policy,
-                    wait.reason,
-                    wait.alert_labels,
-                    next_step=wait.next_step,
-                    next_step_due=wait.next_step_due,
-                ),
-                dedupe=True,
+                _wait_event(wait, wait.workload, now), dedupe=wait.kind is not HoldKind.OUTAGE
             )
         self.metrics.waits.set(refused)
+        self._resume(outage, now)
+
+    def _news(self, wait: Wait, now: float) -> bool:
+        """Whether ``wait`` says something not said yet in its episode: the shared record
+        decides where there is one, else this replica's ledger."""
+        if self.journal is not None and wait.episode:
+            said = self.journal.note_wait(wait, now)
+            if said is not None:
+                return said
+        if wait.kind is HoldKind.OUTAGE and self.ledger is not None:
+            return wait.episode not in self.ledger.unresumed_holds()
+        return True
+
+    def _resume(self, held_now: set[str], now: float) -> None:
+        """The episodes held for lack of evidence that are not held this cycle: resumed,
+        said once (the shared record's outage ends; else this replica's ledger's)."""
+        shared: set[str] = set()
+        if self.journal is not None:
+            for rec in self.journal.held():
+                shared.add(rec.episode)
+                if rec.episode in held_now or rec.outage is None:
+                    continue
+                if self.journal.resume(rec.episode, now) is not None:
+                    self.record(_resume_event(rec, rec.outage.since, now))
+        if self.ledger is None:
+            return
+        for episode, hold in self.ledger.unresumed_holds().items():
+            if episode in held_now or episode in shared:
+                continue
+            if self.journal is not None and self.journal.get(episode) is not None:
+                continue  # the shared record says whether it resumed
+            self.record(_resume_event(hold, hold.at, now))
+
+
+def _wait_event(wait: Wait, workload: WorkloadRef, now: float) -> RemediationEvent:
+    step = {HoldKind.OUTAGE: LadderStep.HOLD, HoldKind.GAVE_UP: LadderStep.GIVE_UP}.get(
+        wait.kind, wait.next_step or LadderStep.GRACE
+    )
+    reason = wait.reason
+    if wait.kind is HoldKind.OUTAGE:
+        reason = (
+            f"held: no evidence since {rfc3339(now)} ({wait.reason}); the episode stays "
+            "as it is until its evidence is back"
+        )
+    return RemediationEvent(
+        wait.episode,
+        workload,
+        step,
+        StepOutcome.REFUSED if wait.refused else StepOutcome.PLANNED,
+        now,
+        wait.policy,
+        reason,
+        wait.alert_labels,
+        next_step=wait.next_step,
+        next_step_due=wait.next_step_due,
+        hold=wait.kind,
+    )
+
+
+def _resume_event(
+    held: SharedEpisode | RemediationEvent, since: float, now: float
+) -> RemediationEvent:
+    why = (
+        f"resumed: its evidence is back (held {format_duration(now - since)} since "
+        f"{rfc3339(since)}); a reclaim waits for one more evaluation"
+    )
+    return RemediationEvent(
+        held.episode,
+        held.workload,
+        LadderStep.RESUME,
+        StepOutcome.APPLIED,
+        now,
+        held.policy,
+        why,
+        held.alert_labels,
+        hold=HoldKind.RESUMING,
+    )

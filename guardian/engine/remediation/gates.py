@@ -92,9 +92,18 @@ def as_written(ts: float) -> float:
     return datetime.fromtimestamp(ts, tz=UTC).replace(microsecond=0).timestamp()
 
 
+@dataclass(frozen=True)
+class Move:
+    """The handshake's next move, its reason, and (once asked) the checkpoint deadline."""
+
+    kind: Handshake
+    why: str
+    deadline: float | None = None
+
+
 def checkpoint(
     policy: ReclaimPolicy, ws: WorkloadState, requested: float | None, now: float
-) -> tuple[Handshake, str]:
+) -> Move:
     """The handshake's next move and its reason. ``requested``: when this episode asked.
     An acknowledgement counts when it is not older than the request, even after the
     timeout (a late one): the workload says its state is safe. Both are compared in whole
@@ -102,29 +111,35 @@ def checkpoint(
     of the request counts."""
     spec = policy.spec.checkpoint
     if not spec.enabled:
-        return Handshake.RECLAIM, ""
+        return Move(Handshake.RECLAIM, "")
     if requested is None:
-        return Handshake.REQUEST, (
+        return Move(
+            Handshake.REQUEST,
             f"checkpoint requested ({Annotations.RECLAIM_REQUESTED_AT}); reclaim after "
-            f"{Annotations.CHECKPOINTED_AT} or in {spec.timeout:.0f}s"
+            f"{Annotations.CHECKPOINTED_AT} or in {spec.timeout:.0f}s",
+            as_written(now) + spec.timeout,
         )
     requested = as_written(requested)
     acked = parse_rfc3339(ws.annotations.get(Annotations.CHECKPOINTED_AT))
     deadline = requested + spec.timeout
     if acked is not None and as_written(acked) >= requested:
         late = " (after the timeout)" if as_written(acked) > deadline else ""
-        return Handshake.RECLAIM, f"; checkpointed at {rfc3339(acked)}{late}"
+        return Move(Handshake.RECLAIM, f"; checkpointed at {rfc3339(acked)}{late}", deadline)
     if now < deadline:
-        return Handshake.WAIT, (
+        return Move(
+            Handshake.WAIT,
             f"waiting for {Annotations.CHECKPOINTED_AT} >= {rfc3339(requested)} until "
-            f"{rfc3339(deadline)}"
+            f"{rfc3339(deadline)}",
+            deadline,
         )
     if spec.on_timeout is OnTimeout.GIVE_UP:
-        return Handshake.GIVE_UP, (
+        return Move(
+            Handshake.GIVE_UP,
             f"no checkpoint acknowledged by {rfc3339(deadline)}: gave up (onTimeout: giveUp); "
-            f"set {Annotations.CHECKPOINTED_AT} to reclaim"
+            f"set {Annotations.CHECKPOINTED_AT} to reclaim",
+            deadline,
         )
-    return Handshake.RECLAIM, f"; no checkpoint acknowledged by {rfc3339(deadline)}"
+    return Move(Handshake.RECLAIM, f"; no checkpoint acknowledged by {rfc3339(deadline)}", deadline)
 
 
 def requested_at(ws: WorkloadState, recorded: float | None, notified: float) -> float | None:

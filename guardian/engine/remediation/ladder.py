@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from guardian.engine.remediation.candidate import Candidate, resume_wait
 from guardian.engine.remediation.delegation import Governing, governing
 from guardian.engine.remediation.evidence import coverage
 from guardian.engine.remediation.gates import (
@@ -48,9 +49,8 @@ from guardian.model.reclaim import (
     Plan,
     PlannedAction,
     Wait,
-    WorkloadState,
 )
-from guardian.model.remediation_events import LadderStep, WorkloadRef, episode_id
+from guardian.model.remediation_events import HoldKind, LadderStep, WorkloadRef, episode_id
 from guardian.model.suppressions import NOT_CHECKED, Suppressions
 from guardian.model.times import parse_rfc3339, rfc3339
 
@@ -90,45 +90,6 @@ def workload_episode(ref: WorkloadRef, started_at: float) -> str:
 
 def _earliest(alerts: Iterable[FiringAlert]) -> FiringAlert:
     return min(alerts, key=lambda a: (a.active_at, a.labels.items_sorted))
-
-
-@dataclass(frozen=True)
-class _Candidate:
-    """A workload a policy acts on, in its episode: its steps and waits are planned from it."""
-
-    ws: WorkloadState
-    policy: ReclaimPolicy
-    episode: str
-    alert: FiringAlert  # the earliest matched alert: its labels go with every step
-    dry_run: bool
-    parent: ReclaimPolicy | None = None  # the cluster policy a team's policy narrows
-    matched: tuple[FiringAlert, ...] = ()  # every alert of the root the policy acts on
-
-    def step(
-        self, step: LadderStep, reason: str, nxt: LadderStep | None = None, due: float | None = None
-    ) -> PlannedAction:
-        spec = self.policy.spec
-        return PlannedAction(
-            self.ws.ref,
-            step,
-            self.policy.name,
-            self.episode,
-            reason,
-            self.dry_run,
-            self.alert.labels,
-            nxt,
-            due,
-            hpa_record=self.ws.hpa is not None and spec.hpa is HpaPolicy.RECORD,
-            delete_pod=self.ws.action is ActionKind.POD and spec.allow_pod_deletion,
-        )
-
-    def wait(self, reason: str, *, refused: bool = True) -> Wait:
-        return Wait(self.ws.ref, reason, self.policy.name, self.episode, self.alert.labels, refused)
-
-    def hold(self, reason: str, nxt: LadderStep | None, due: float | None = None) -> Wait:
-        """Not due yet: the next step and when (grace, window, demand)."""
-        ep, labels = self.episode, self.alert.labels
-        return Wait(self.ws.ref, reason, self.policy.name, ep, labels, False, nxt, due)
 
 
 @dataclass
@@ -213,49 +174,46 @@ class _Planner:
         opened = self.ledger.open_episodes.get(ref)
         episode = opened[0] if opened else workload_episode(ref, first.active_at)
         dry_run = self.settings.dry_run or policy.spec.mode is Mode.OBSERVE
-        candidate = _Candidate(ws, policy, episode, first, dry_run, chosen.parent, tuple(matched))
+        candidate = Candidate(ws, policy, episode, first, dry_run, chosen.parent, tuple(matched))
         if Annotations.RECLAIMED_AT in ws.annotations:
             reclaimed = "already reclaimed; waiting for a restore"
             self.waits.append(candidate.wait(reclaimed, refused=False))
             return
-        why = self.guard(candidate, namespace, matched)
-        if why is not None:
-            self.waits.append(candidate.wait(why))
+        refused = self.guard(candidate, namespace, matched)
+        if refused is not None:
+            self.waits.append(refused)
             return
         self.next_step(candidate)
 
     def guard(
-        self, c: _Candidate, namespace: NamespaceState, matched: Sequence[FiringAlert]
-    ) -> str | None:
-        """Why no step may touch ``c`` now (exclusions, pipeline health, warm-up), or None."""
-        settings = self.settings
-        why = (
-            exclusion_reason(
-                c.ws, namespace, c.policy, self.snapshot.controller_namespace, self.now
-            )
-            or (
-                exclusion_reason(
-                    c.ws, namespace, c.parent, self.snapshot.controller_namespace, self.now
-                )
-                if c.parent is not None
-                else None
-            )
-            or pipeline_reason(
-                matched,
-                self.pipeline_alerts,
-                self.health,
-                settings.pipeline_groups,
-                self.now,
-                settings.max_health_age,
-            )
-            or silence_reason(matched, self.suppressions, c.policy)
-            or warmup_reason(c.ws, c.policy.spec.warmup, self.now)
+        self, c: Candidate, namespace: NamespaceState, matched: Sequence[FiringAlert]
+    ) -> Wait | None:
+        """Why no step may touch ``c`` now (exclusions, missing evidence, silences,
+        warm-up, the kill switch), or None."""
+        settings, ns = self.settings, self.snapshot.controller_namespace
+        excluded = exclusion_reason(c.ws, namespace, c.policy, ns, self.now) or (
+            exclusion_reason(c.ws, namespace, c.parent, ns, self.now) if c.parent else None
+        )
+        if excluded is not None:
+            return c.wait(excluded)
+        missing = pipeline_reason(
+            matched,
+            self.pipeline_alerts,
+            self.health,
+            settings.pipeline_groups,
+            self.now,
+            settings.max_health_age,
+        )
+        if missing is not None:  # held as it is until the evidence is back
+            return c.wait(missing, kind=HoldKind.OUTAGE)
+        why = silence_reason(matched, self.suppressions, c.policy) or warmup_reason(
+            c.ws, c.policy.spec.warmup, self.now
         )
         if why is None and self.kill_switch:
             why = "kill switch is on: no actions"
-        return why
+        return c.wait(why) if why is not None else None
 
-    def _done(self, c: _Candidate) -> dict[LadderStep, float]:
+    def _done(self, c: Candidate) -> dict[LadderStep, float]:
         done = self.ledger.steps(c.episode, real=not c.dry_run)
         # State lives on the object: an annotate the ledger missed (crash) still counts.
         if c.ws.annotations.get(Annotations.EPISODE) == c.episode and not c.dry_run:
@@ -264,7 +222,7 @@ class _Planner:
                 done.setdefault(LadderStep.ANNOTATE, flagged)
         return done
 
-    def next_step(self, c: _Candidate) -> None:
+    def next_step(self, c: Candidate) -> None:
         ladder = c.policy.spec.ladder
         done = self._done(c)
         if any(at >= self.now for at in done.values()):
@@ -280,62 +238,82 @@ class _Planner:
         reclaim_next = LadderStep.RECLAIM if ladder.reclaim else None
         evidence = f"{c.alert.alertname} firing since {rfc3339(c.alert.active_at)}"
         window = window_state(c.policy, c.parent, self.now)
+        annotate_next = ladder.annotate and LadderStep.ANNOTATE not in done
         if not window.open and not (
             ladder.notify and notified is None and notify_outside(c.policy, c.parent)
         ):
-            nxt = LadderStep.NOTIFY if ladder.notify and notified is None else reclaim_next
-            opens = max(window.opens_at, due) if nxt else window.opens_at
-            self.waits.append(c.hold(window.why(), nxt, opens))
+            nxt = (
+                LadderStep.NOTIFY
+                if ladder.notify and notified is None
+                else LadderStep.ANNOTATE
+                if annotate_next
+                else reclaim_next
+            )
+            opens = c.when(due, self.now) if nxt is LadderStep.RECLAIM else window.opens_at
+            self.waits.append(c.hold(window.why(), HoldKind.WINDOW, nxt, opens))
             return
         if ladder.notify and notified is None:
-            nxt = LadderStep.ANNOTATE if ladder.annotate else reclaim_next
+            # The step to count down to: the reclaim after the grace period, at the first
+            # time the windows allow (the annotate is no wait: the next cycle they allow).
+            nxt, at = (
+                (reclaim_next, c.when(due, self.now))
+                if reclaim_next is not None or not ladder.annotate
+                else (LadderStep.ANNOTATE, c.soonest(self.now))
+            )
             reason = f"{evidence}; policy {c.policy.name}"
-            self.actions.append(c.step(LadderStep.NOTIFY, reason, nxt, due))
+            self.actions.append(c.step(LadderStep.NOTIFY, reason, nxt, at))
             return
-        if ladder.annotate and LadderStep.ANNOTATE not in done:
+        if annotate_next:
             self.actions.append(
-                c.step(LadderStep.ANNOTATE, f"{evidence}; flagged", reclaim_next, due)
+                c.step(
+                    LadderStep.ANNOTATE, f"{evidence}; flagged", reclaim_next, c.when(due, self.now)
+                )
             )
             return
         if not ladder.reclaim:
             self.waits.append(c.wait("the policy's ladder ends before reclaim", refused=False))
             return
         if notified is None or self.now < due:
-            grace = f"grace period: reclaim due at {rfc3339(due)}"
-            self.waits.append(c.hold(grace, LadderStep.RECLAIM, due))
+            self.waits.append(c.grace(due, self.now))
             return
         grace = f"grace {ladder.grace_period:.0f}s over"
         self.reclaim(c, f"{evidence}; notified at {rfc3339(notified)}, {grace}", notified, done)
 
     def reclaim(
-        self, c: _Candidate, reason: str, notified: float, done: dict[LadderStep, float]
+        self, c: Candidate, reason: str, notified: float, done: dict[LadderStep, float]
     ) -> None:
+        resuming = resume_wait(c, self.ledger.outages.get(c.episode), self.now)
+        if resuming is not None:
+            self.waits.append(resuming)
+            return
         # The evidence must cover the whole root before anything asks it to stop.
         covered = coverage(c.ws, c.matched, self.now)
         if not covered.whole:
-            held = c.wait(covered.reason())
+            held = c.wait(covered.reason(), kind=HoldKind.EVIDENCE)
             self.waits.append(dataclasses.replace(held, partly_idle=covered.partial))
             return
         if len(covered.pods) > 1:
             reason = f"{reason}; all {len(covered.pods)} pods idle"
         waiting, who = demand_wait(c.policy, c.ws, self.snapshot, self.now)
         if waiting is not None:
-            self.waits.append(c.hold(waiting, LadderStep.RECLAIM))
+            self.waits.append(c.hold(waiting, HoldKind.DEMAND, LadderStep.RECLAIM))
             return
         refusal = self.reclaim_refusal(c)
         if refusal is not None:
             self.waits.append(c.wait(refusal))
             return
         asked = requested_at(c.ws, done.get(LadderStep.CHECKPOINT), notified)
-        move, why = checkpoint(c.policy, c.ws, asked, self.now)
-        if move is Handshake.REQUEST:
-            self.actions.append(c.step(LadderStep.CHECKPOINT, f"{reason}{who}; {why}"))
+        move = checkpoint(c.policy, c.ws, asked, self.now)
+        why = move.why
+        if move.kind is Handshake.REQUEST:
+            nxt = c.step(LadderStep.CHECKPOINT, f"{reason}{who}; {why}", LadderStep.RECLAIM)
+            self.actions.append(dataclasses.replace(nxt, next_step_due=move.deadline))
             return
-        if move is Handshake.WAIT:
-            self.waits.append(c.wait(why, refused=False))
+        if move.kind is Handshake.WAIT:
+            self.waits.append(c.hold(why, HoldKind.CHECKPOINT, LadderStep.RECLAIM, move.deadline))
             return
-        if move is Handshake.GIVE_UP:
-            self.waits.append(c.wait(why))
+        if move.kind is Handshake.GIVE_UP:
+            self.waits.append(c.wait(why, kind=HoldKind.GAVE_UP))
             return
         reason = f"{reason}{who}{why}"
         self.cycle.reclaims += 1
@@ -343,7 +321,7 @@ class _Planner:
         self.cycle.per_namespace[c.ws.ref.namespace] += 1
         self.actions.append(c.step(LadderStep.RECLAIM, reason))
 
-    def reclaim_refusal(self, c: _Candidate) -> str | None:
+    def reclaim_refusal(self, c: Candidate) -> str | None:
         ws, spec, name = c.ws, c.policy.spec, c.policy.name
         if ws.action is ActionKind.NONE:
             return f"{ws.ref.kind} has no replica count we can set: annotate and notify only"
@@ -409,7 +387,7 @@ def _closed(
         if gap and ref in cycle.snapshot.workloads:
             # Alerts that could not be evaluated have not ended: hold the episode as it is.
             why = f"held: its alerts cannot be seen now ({gap}); the episode stays open"
-            waits.append(Wait(ref, why, policy, episode, refused=False))
+            waits.append(Wait(ref, why, policy, episode, refused=False, kind=HoldKind.OUTAGE))
             continue
         closed.append((ref, episode))
     return tuple(closed)

@@ -14,9 +14,24 @@ from typing import Any
 
 from guardian.model.policies import Annotations
 from guardian.model.reclaim import ClusterSnapshot, Plan
+from guardian.model.remediation_events import HoldKind
 from guardian.model.times import rfc3339
 
 MAX_CANDIDATES = 20
+# The waits a preview shows: what the controller waits for before a step, or why it
+# stopped (refusals by a guard, one step per cycle and the like are not previews).
+PREVIEWED = frozenset(
+    {
+        HoldKind.GRACE,
+        HoldKind.WINDOW,
+        HoldKind.DEMAND,
+        HoldKind.CHECKPOINT,
+        HoldKind.GAVE_UP,
+        HoldKind.OUTAGE,
+        HoldKind.RESUMING,
+        HoldKind.EVIDENCE,
+    }
+)
 Finding = tuple[str, str]  # (field path, reason)
 
 
@@ -102,12 +117,17 @@ def candidates(identity: str, plan: Plan) -> list[dict[str, str]]:
     out.extend(
         {
             "workload": str(wait.workload),
-            "action": f"next: {wait.next_step.value}",
+            "action": "gave up"
+            if wait.kind is HoldKind.GAVE_UP
+            else f"next: {wait.next_step.value}"
+            if wait.next_step is not None
+            else "held",
             "at": rfc3339(wait.next_step_due) if wait.next_step_due else "",
             "reason": wait.reason,
+            "waitingFor": wait.kind.value,
         }
         for wait in plan.waits
-        if wait.policy == identity and wait.workload is not None and wait.next_step is not None
+        if wait.policy == identity and wait.workload is not None and wait.kind in PREVIEWED
     )
     return out[:MAX_CANDIDATES]
 

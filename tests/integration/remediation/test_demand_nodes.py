@@ -153,9 +153,9 @@ def test_an_ack_in_the_second_of_the_written_request_counts(
 
     for recorded in (asked, None):  # the ledger's step; after a restart, the object's
         requested = requested_at(ws, recorded, NOW - 3600)
-        move, why = checkpoint(_policy(), ws, requested, asked + 30)
-        assert move is Handshake.RECLAIM, why
-        assert why == f"; checkpointed at {rfc3339(NOW)}"
+        move = checkpoint(_policy(), ws, requested, asked + 30)
+        assert move.kind is Handshake.RECLAIM, move.why
+        assert move.why == f"; checkpointed at {rfc3339(NOW)}"
 
 
 def test_a_bound_pod_is_not_waiting() -> None:

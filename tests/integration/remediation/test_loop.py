@@ -19,7 +19,8 @@ from guardian.model.alerts import EvaluationHealth, GroupEvaluation, RuleOutcome
 from guardian.model.labels import LabelSet
 from guardian.model.policies_load import parse_policies
 from guardian.model.reclaim import FiringAlert
-from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
+from guardian.model.remediation_events import HoldKind, LadderStep, StepOutcome, WorkloadRef
+from guardian.model.times import rfc3339
 from guardian_common.errors import GuardianError
 from testbed.kubeapi import FakeKubeAPI
 from testbed.kubeapi import builders as b
@@ -226,9 +227,30 @@ def test_an_outage_mid_grace_holds_the_episode_and_the_ladder_resumes_after(
     assert ledger.view(NOW + 180).open_episodes[DEPLOY][0] == episode
     assert kube.get("Deployment", "train", "ml")["spec"]["replicas"] == 2
     answering[0] = True
-    run(loop, 4)  # the evidence is back, the ladder goes on in the same episode
-    steps = [(e.episode, e.step) for e in ledger.all_events() if e.outcome is StepOutcome.APPLIED]
-    assert steps == [(episode, LadderStep.NOTIFY), (episode, LadderStep.RECLAIM)]
+    run(loop, 4)  # the evidence is back: resumed in the same episode, said once
+    assert kube.get("Deployment", "train", "ml")["spec"]["replicas"] == 2  # one more evaluation
+    run(loop, 5)  # healthy for a full evaluation: the reclaim that was due
+    events = ledger.all_events()
+    said = [
+        (e.episode, e.step)
+        for e in events
+        if e.outcome is StepOutcome.APPLIED or e.step is LadderStep.HOLD
+    ]
+    # Held once for the whole outage; then the wait for one more evaluation, and resumed.
+    assert [(e.step, e.hold) for e in events if e.hold] == [
+        (LadderStep.HOLD, HoldKind.OUTAGE),
+        (LadderStep.RECLAIM, HoldKind.RESUMING),
+        (LadderStep.RESUME, HoldKind.RESUMING),
+    ]
+    assert said == [
+        (episode, LadderStep.NOTIFY),
+        (episode, LadderStep.HOLD),
+        (episode, LadderStep.RESUME),
+        (episode, LadderStep.RECLAIM),
+    ]
+    assert [e.reason.split(" (")[0] for e in events if e.step is LadderStep.HOLD] == [
+        f"held: no evidence since {rfc3339(NOW + 60)}"
+    ]
     assert kube.get("Deployment", "train", "ml")["spec"]["replicas"] == 0
 
 

@@ -120,11 +120,11 @@ def test_a_pending_step_is_told_once_whoever_leads(rest: KubeRest) -> None:
     a.claim(action(LadderStep.NOTIFY), NOW, NOW)
     wait = Wait(REF, "grace period: reclaim due at X", "idle", "e1", LABELS, False,
                 LadderStep.RECLAIM, NOW + 600)  # fmt: skip
-    assert a.note_planned(wait, NOW + 60)
-    assert not a.note_planned(wait, NOW + 120)
+    assert a.note_wait(wait, NOW + 60)
+    assert not a.note_wait(wait, NOW + 120)
     b = journal(rest, "b")
-    assert not b.note_planned(wait, NOW + 180)
-    assert b.note_planned(replace(wait, reason="grace period: reclaim due at Y"), NOW + 240)
+    assert not b.note_wait(wait, NOW + 180)
+    assert b.note_wait(replace(wait, reason="grace period: reclaim due at Y"), NOW + 240)
     record = b.get("e1")
     assert record is not None
     assert (record.next_step, record.next_step_due) == (LadderStep.RECLAIM, NOW + 600)

@@ -133,7 +133,7 @@ CASES = [
         "observe mode is a dry run",
         "notify",
         policies=[policy()],
-        check=lambda a: (a.dry_run, a.next_step) == (True, LadderStep.ANNOTATE) or _fail(a),
+        check=lambda a: (a.dry_run, a.next_step) == (True, LadderStep.RECLAIM) or _fail(a),
     ),
     Case(
         "global dry-run wins over enforce",

@@ -9,7 +9,7 @@ from guardian.app.remediation.policy_objects import PolicyObjects
 from guardian.engine.remediation.policy_status import ObjectView, build_status
 from guardian.model.labels import LabelSet
 from guardian.model.reclaim import Plan, PlannedAction, Wait
-from guardian.model.remediation_events import LadderStep
+from guardian.model.remediation_events import HoldKind, LadderStep
 
 from .factories import NOW, ref, snapshot
 
@@ -27,7 +27,15 @@ def _plan() -> Plan:
         NOW + 600,
     )
     other = Wait(
-        ref("b"), "grace period", "fleet", "ep2", LabelSet(), False, LadderStep.RECLAIM, NOW + 60
+        ref("b"),
+        "grace period",
+        "fleet",
+        "ep2",
+        LabelSet(),
+        False,
+        LadderStep.RECLAIM,
+        NOW + 60,
+        kind=HoldKind.GRACE,
     )
     return Plan(NOW, (action,), (other,))
 
