@@ -10,9 +10,16 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
+from guardian.adapters.slack import pipeline_blocks as pipeline
+from guardian.adapters.slack.mrkdwn import MAX_SECTION, Block, date, escape
+from guardian.adapters.slack.mrkdwn import context as _context
+from guardian.adapters.slack.mrkdwn import cut as _cut
+from guardian.adapters.slack.mrkdwn import format_mentions as format_mentions
+from guardian.adapters.slack.mrkdwn import header as _header
+from guardian.adapters.slack.mrkdwn import section as _section
+from guardian.adapters.slack.mrkdwn import user as _user
 from guardian.engine.notify.buttons import (
     LABELS,
     NO_BUTTONS,
@@ -25,14 +32,10 @@ from guardian.engine.notify.findings import idle_for
 from guardian.model.notifications import Finding, GroupSummary, HistoryEntry, Phase
 
 MAX_BLOCKS = 50
-MAX_HEADER = 150
-MAX_SECTION = 3000
 MAX_FIELDS = 10
 MAX_FIELD = 2000
 MAX_TEXT = 40000
 MAX_GROUP_LINES = 25
-
-Block = dict[str, Any]
 
 _STATUS = {
     Phase.FIRING: (":red_circle:", "FIRING"),
@@ -60,58 +63,6 @@ def marker(idem: str) -> str:
 def with_marker(payload: SlackPayload, idem: str) -> SlackPayload:
     first, *rest = payload.blocks
     return SlackPayload(payload.text, [{**first, "block_id": marker(idem)}, *rest])
-
-
-def escape(text: str) -> str:
-    """Slack's three control characters in mrkdwn and text."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def date(ts: float) -> str:
-    """A date Slack shows in the reader's time zone; the fallback is UTC."""
-    utc = datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return f"<!date^{int(ts)}^{{date_short_pretty}} {{time}}|{utc}>"
-
-
-def format_mentions(tokens: tuple[str, ...]) -> str:
-    """``U123``/``W123`` → ``<@U123>``, ``S123`` → ``<!subteam^S123>``, ``here``/``channel``
-    → ``<!here>``; ``<...>`` is kept; anything else is shown as text."""
-    out = []
-    for token in tokens:
-        bare = token.removeprefix("@")
-        if token.startswith("<") and token.endswith(">"):
-            out.append(token)
-        elif bare in ("here", "channel", "everyone"):
-            out.append(f"<!{bare}>")
-        elif bare[:1] in ("U", "W") and bare.isalnum() and bare.isupper():
-            out.append(f"<@{bare}>")
-        elif bare[:1] == "S" and bare.isalnum() and bare.isupper():
-            out.append(f"<!subteam^{bare}>")
-        else:
-            out.append(escape(token))
-    return " ".join(out)
-
-
-def _header(text: str) -> Block:
-    return {
-        "type": "header",
-        "text": {"type": "plain_text", "text": _cut(text, MAX_HEADER), "emoji": True},
-    }
-
-
-def _section(text: str) -> Block:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": _cut(text, MAX_SECTION)}}
-
-
-def _context(*parts: str) -> Block:
-    return {
-        "type": "context",
-        "elements": [{"type": "mrkdwn", "text": _cut(p, MAX_SECTION)} for p in parts[:10] if p],
-    }
 
 
 def _percent(ratio: float | None) -> str | None:
@@ -145,6 +96,14 @@ def _share(f: Finding) -> str | None:
 
 
 def _fields(f: Finding, now: float) -> list[Block]:
+    pairs = pipeline.fields(f, now) if pipeline.is_pipeline(f.labels) else _waste_fields(f, now)
+    shown = [(k, v) for k, v in pairs if v]
+    if len(shown) > MAX_FIELDS:  # the cost, last, matters more than the fields before it
+        shown = shown[: MAX_FIELDS - 1] + shown[-1:]
+    return [{"type": "mrkdwn", "text": _cut(f"*{k}*\n{escape(v)}", MAX_FIELD)} for k, v in shown]
+
+
+def _waste_fields(f: Finding, now: float) -> list[tuple[str, str | None]]:
     pairs: list[tuple[str, str | None]] = [
         ("Cluster", f.cluster),
         ("Namespace", f.namespace),
@@ -162,14 +121,12 @@ def _fields(f: Finding, now: float) -> list[Block]:
         per_gpu = f" ({f.gpus} GPUs)" if f.gpus > 1 else ""
         wasted = f"{c.currency}{c.waste_so_far:.2f} wasted so far"
         pairs.append(("Cost", f"{c.currency}{c.per_hour:.2f}/h{per_gpu} · {wasted}"))
-    shown = [(k, v) for k, v in pairs if v]
-    if len(shown) > MAX_FIELDS:  # the cost, last, matters more than the fields before it
-        shown = shown[: MAX_FIELDS - 1] + shown[-1:]
-    return [{"type": "mrkdwn", "text": _cut(f"*{k}*\n{escape(v)}", MAX_FIELD)} for k, v in shown]
+    return pairs
 
 
-def _user(user: str) -> str:
-    return f"<@{user}>" if user.isalnum() and user.isupper() else escape(user)
+def _subject(f: Finding, workload: str) -> str:
+    """What a line is about: a pipeline alert's affected thing, else ``workload``."""
+    return pipeline.subject(f) if pipeline.is_pipeline(f.labels) else workload
 
 
 def _status_line(f: Finding) -> str | None:
@@ -190,7 +147,8 @@ def status_title(f: Finding) -> str:
     emoji, status = _STATUS[f.phase]
     if f.resolved_at is not None and f.phase is not Phase.RESOLVED:
         status += " · RESOLVED"
-    return f"{emoji} [{status}] {f.severity} · {f.alertname}"
+    what = pipeline.title(f) if pipeline.is_pipeline(f.labels) else f.alertname
+    return f"{emoji} [{status}] {f.severity} · {what}"
 
 
 _STYLES = {ButtonAction.KEEP_4H: "primary", ButtonAction.RECLAIM_NOW: "danger"}
@@ -250,7 +208,11 @@ def render_parent(
     where a change is a new message) says what just happened; ``buttons``: which of the
     episode's buttons to offer (none without interactivity)."""
     blocks: list[Block] = [_header(status_title(f))]
-    lead = escape(f.summary or f.description or f.alertname)
+    lead = escape(
+        pipeline.lead(f)
+        if pipeline.is_pipeline(f.labels)
+        else f.summary or f.description or f.alertname
+    )
     if change is not None:
         lead = f"*{escape(change.text)}*\n{lead}"
     if f.mentions:
@@ -288,6 +250,13 @@ def render_parent(
 
 def fallback_text(f: Finding) -> str:
     _, status = _STATUS[f.phase]
+    text = pipeline.fallback(f, status) if pipeline.is_pipeline(f.labels) else _about(f, status)
+    if f.mentions:
+        text += " " + format_mentions(f.mentions)
+    return text
+
+
+def _about(f: Finding, status: str) -> str:
     where = f"{f.namespace}/{_workload(f)}" if f.namespace else _workload(f)
     text = f"[{status}] {f.severity} {f.alertname}: {where}"
     if f.node:
@@ -296,15 +265,13 @@ def fallback_text(f: Finding) -> str:
         text += " (alert resolved)"
     if f.summary:
         text += f" - {f.summary}"
-    if f.mentions:
-        text += " " + format_mentions(f.mentions)
     return text
 
 
 def render_reply(entry: HistoryEntry, f: Finding | None, alertname: str = "") -> SlackPayload:
     """One history line in the thread; ``f`` is the episode it is about (None: the group)."""
     emoji, status = _STATUS[entry.phase]
-    subject = "" if f is None or f.pod is None else f" `{escape(f.pod)}`"
+    subject, about = _reply_about(f, alertname)
     actor = f"{_user(entry.actor)} " if entry.actor else ""
     line = f"{emoji} *{status}*{subject} · {actor}{escape(entry.text)}"
     if entry.next_step is not None and entry.next_step_due is not None:
@@ -313,18 +280,28 @@ def render_reply(entry: HistoryEntry, f: Finding | None, alertname: str = "") ->
         line += f"\nRestore with `{escape(f.restore_command)}`"
     if entry.mentions:
         line += "\n" + format_mentions(entry.mentions)
-    about = alertname if f is None else f"{f.alertname} {f.namespace or ''}/{f.pod or ''}"
     text = f"[{status}] {about}: {actor}{entry.text}"
     if entry.mentions:
         text += " " + format_mentions(entry.mentions)
     return SlackPayload(_cut(text, MAX_TEXT), [_section(line), _context(date(entry.at))])
 
 
+def _reply_about(f: Finding | None, alertname: str) -> tuple[str, str]:
+    """A reply's subject (mrkdwn, after its status) and what its plain text is about."""
+    if f is None:
+        return "", alertname
+    if pipeline.is_pipeline(f.labels):
+        where = pipeline.where(f)
+        return (f" `{escape(where)}`", f"{f.alertname} ({where})") if where else ("", f.alertname)
+    subject = "" if f.pod is None else f" `{escape(f.pod)}`"
+    return subject, f"{f.alertname} {f.namespace or ''}/{f.pod or ''}"
+
+
 def render_detail(f: Finding, now: float, buttons: ButtonRules = NO_BUTTONS) -> SlackPayload:
     """A grouped episode's details, as a reply in its group's thread."""
     payload = render_parent(f, now, buttons=buttons)
     blocks = [
-        _section(f"*{escape(_workload(f))}* · {escape(status_title(f))}"),
+        _section(f"*{escape(_subject(f, _workload(f)))}* · {escape(status_title(f))}"),
         *payload.blocks[1:],
     ]
     return SlackPayload(payload.text, blocks)
@@ -342,7 +319,7 @@ def render_group(s: GroupSummary, now: float) -> SlackPayload:
     budget = MAX_SECTION - 40  # room for the "and N more" line
     for f in s.findings[:MAX_GROUP_LINES]:
         peak = _percent(f.evidence.peak_utilization)
-        bits = [f"`{escape(f.pod or _workload(f))}`", _STATUS[f.phase][1].lower()]
+        bits = [f"`{escape(_subject(f, f.pod or _workload(f)))}`", _STATUS[f.phase][1].lower()]
         if f.node:
             bits.append(escape(f.node))
         if peak:

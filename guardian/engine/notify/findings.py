@@ -15,6 +15,9 @@ from (documented in docs/slack.md):
   holds, in (0, 1]: a time-slice or vGPU share; the cost is the share's);
 - the idle start: ``idle_since``, else ``active_at`` minus the idle window (annotation,
   else the configured window per alert name), else ``active_at``.
+
+A pipeline alert (``guardian_class: pipeline``) has no workload and no cost, and its
+resolution says what recovered and after how long (``pipeline.py`` has the words).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from guardian.engine.notify.pipeline import describe, is_pipeline
 from guardian.model.alerts import AlertTransition, TransitionKind
 from guardian.model.labels import LabelSet
 from guardian.model.notifications import (
@@ -149,9 +153,10 @@ def _evidence(
 
 def with_cost(finding: Finding, now: float, prices: PriceTable) -> Finding:
     """Recompute cost per hour and the waste so far; waste stops when the GPU is freed.
-    A finding about a share of a GPU costs that share of the GPU's price."""
+    A finding about a share of a GPU costs that share of the GPU's price. A pipeline
+    alert wastes nothing: it is about the metrics, not about a GPU in use."""
     price = prices.price(finding.gpu_model)
-    if price is None:
+    if price is None or is_pipeline(finding.labels):
         return finding.with_changes(cost=None)
     share = finding.evidence.share if finding.evidence.share is not None else 1.0
     per_hour = price * finding.gpus * share
@@ -205,7 +210,9 @@ def new_finding(
         node=labels.get("node") or None,
         gpu_group=labels.get("gpu_group") or None,
         gpu_model=model,
-        workload=ctx.workload,
+        # A pipeline alert is about the metrics pipeline: a pod in its labels is a scrape
+        # target's (Thanos Receive's ``up``), never a workload to keep, exempt or reclaim.
+        workload=None if is_pipeline(labels) else ctx.workload,
         evidence=_evidence(alertname, alert.value, annotations, active_at, rules),
         mentions=split_mentions(mention) if mention else (),
         advice=annotations.get("advice", "").strip() or None,
@@ -256,9 +263,17 @@ def apply_transition(
             next_step_due=None,
             evaluation_note=note,
         )
-        text = "Alert resolved" + (f" ({note})" if note else "") + "."
+        text = _resolved_text(before, t.at, note)
         return with_cost(after, t.at, rules.prices), HistoryEntry(t.at, Phase.RESOLVED, text)
     return None
+
+
+def _resolved_text(before: Finding, at: float, note: str | None) -> str:
+    """``Alert resolved.``; for a pipeline alert, what recovered and after how long."""
+    said = "Alert resolved"
+    if is_pipeline(before.labels):
+        said = describe(before.labels, before.alertname).recovered_after(at - before.active_at)
+    return said + (f" ({note})" if note else "") + "."
 
 
 # ------------------------------------------------------------------ remediation
@@ -267,6 +282,9 @@ def finding_for_event(e: RemediationEvent, rules: FindingRules) -> Finding:
     fired = AlertFacts(e.alert_labels, LabelSet(), float("nan"), e.at)
     base = new_finding(fired, e.at, rules, OwnerContext(e.workload))
     return base.with_changes(episode=e.episode)
+
+
+_BETWEEN = (LadderStep.HOLD, LadderStep.RESUME, LadderStep.GIVE_UP)
 
 
 def apply_remediation(
@@ -287,7 +305,9 @@ def apply_remediation(
     due = e.next_step_due if e.next_step is not None else None
     why = f": {e.reason}" if e.reason else ""
     mentions: tuple[str, ...] = ()
-    if e.outcome is StepOutcome.APPLIED or e.outcome is StepOutcome.PLANNED:
+    if e.step in _BETWEEN:  # held, resumed, gave up: the reason says it all
+        text = f"{e.reason[:1].upper()}{e.reason[1:]}."
+    elif e.outcome is StepOutcome.APPLIED or e.outcome is StepOutcome.PLANNED:
         if e.step is LadderStep.GRACE:
             phase = Phase.GRACE
             text = f"Grace period started (policy {e.policy})."

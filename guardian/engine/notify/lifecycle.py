@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from guardian.engine.notify.pipeline import is_pipeline
 from guardian.model.alerts import AlertTransition, TransitionKind
 from guardian.model.notifications import Finding, GroupSummary, HistoryEntry, Phase
 from guardian.model.remediation_events import RemediationEvent, episode_id
@@ -87,12 +88,13 @@ def plan_group(summary: GroupSummary, *, webhook: bool) -> list[Op]:
 def plan_reminder(
     *, thread: str, finding: Finding, number: int, summary: GroupSummary | None, webhook: bool
 ) -> list[Op]:
-    """Still wasting after another repeat interval: refresh the parent and say so."""
+    """Still wasting (a pipeline alert: still firing) after another repeat interval:
+    refresh the parent and say so."""
     idem = f"{finding.episode}:remind:{number}"
     entry = HistoryEntry(
         finding.updated_at,
         finding.phase,
-        "Reminder: still idle.",
+        "Reminder: still firing." if is_pipeline(finding.labels) else "Reminder: still idle.",
         next_step=finding.next_step,
         next_step_due=finding.next_step_due,
     )
