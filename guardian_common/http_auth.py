@@ -33,7 +33,7 @@ from pathlib import Path
 import bcrypt
 
 from guardian_common.errors import ConfigError
-from guardian_common.files import read_text
+from guardian_common.files import read_secret, read_text
 from guardian_common.yamldoc import parse_yaml
 
 logger = logging.getLogger(__name__)
@@ -302,9 +302,10 @@ class _TokenFile:
     def _read(self) -> None:
         try:
             stat = self._path.stat()
-            stamp = (stat.st_mtime_ns, stat.st_size)
-            if stamp != self._stamp:
-                self._token = self._path.read_bytes().strip()
-                self._stamp = stamp
         except OSError as exc:
             raise ConfigError(f"cannot read: {exc.strerror}", path=str(self._path)) from None
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        if stamp != self._stamp:
+            # Bounded, regular files only: never blocks on a FIFO or reads /dev/zero.
+            self._token = read_secret(self._path, "bearer token file").encode()
+            self._stamp = stamp

@@ -1,4 +1,5 @@
-"""Kubernetes enrichment for each snapshot: pod cache + kubelet allocations -> Enrichment.
+"""Kubernetes enrichment for each snapshot: pod cache + kubelet allocations -> Enrichment,
+and the cluster UID once it is read (cluster_identity.py).
 
 Runs inside the collection cycle (never on the scrape path). The pod cache is kept
 up to date by a list+watch thread; the kubelet's pod-resources List is called once
@@ -8,12 +9,14 @@ per cycle with a deadline. Without the kubelet socket, GPU counts come from the 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable
 
 from exporter.adapters.kube_pods import PodWatcher
 from exporter.adapters.podresources import PodResourcesClient, PodResourcesError
+from exporter.app.cluster_identity import ClusterUid
 from exporter.engine.allocation_mapping import allocations_from_devices, allocations_from_limits
 from exporter.engine.pod_join import EnrichmentInput, enrich
 from exporter.model.allocation import Allocation
@@ -33,8 +36,10 @@ class KubeEnricher:
         grouping: GroupingOptions,
         extra_resources: frozenset[str] = frozenset(),
         on_close: Callable[[], None] = lambda: None,
+        cluster_uid: ClusterUid | None = None,
     ) -> None:
         self._on_close = on_close
+        self._cluster_uid = cluster_uid
         self._watcher = watcher
         self._kubelet = kubelet
         self._grouping = grouping
@@ -49,9 +54,13 @@ class KubeEnricher:
             target=self._watcher.run, args=(self._stop,), name="guardian-exporter-pods", daemon=True
         )
         self._thread.start()
+        if self._cluster_uid is not None:
+            self._cluster_uid.start()
 
     def stop(self) -> None:
         self._stop.set()
+        if self._cluster_uid is not None:
+            self._cluster_uid.stop()
         self._watcher.stop()
         if self._thread is not None:
             # A watch blocked in a read only notices at its next event or timeout; the
@@ -96,6 +105,8 @@ class KubeEnricher:
             kube_up=pods.up,
         )
         self._report(result)
+        if self._cluster_uid is not None and self._cluster_uid.value:
+            result = dataclasses.replace(result, cluster_uid=self._cluster_uid.value)
         return result
 
     def _report(self, result: Enrichment) -> None:

@@ -179,6 +179,17 @@ def _kubernetes(extra: Enrichment, base: list[str], values: list[str]) -> Iterat
     )
     kube_up.add_metric(values, int(bool(extra.kube_up)))
     yield kube_up
+    # The cluster's identity, whatever its name (the kube-system Namespace's UID, as
+    # OpenTelemetry's k8s.cluster.uid): the controller refuses alerts whose exporter
+    # reports another cluster's. Absent until the UID is read.
+    identity = GaugeMetricFamily(
+        "guardian_exporter_cluster_info",
+        "The UID of the cluster the exporter runs in (its kube-system Namespace's); always 1.",
+        labels=[*base, "cluster_uid"],
+    )
+    if extra.cluster_uid:
+        identity.add_metric([*values, extra.cluster_uid], 1)
+    yield identity
 
 
 def _health(snap: Snapshot, base: list[str], values: list[str]) -> Iterator[Metric]:

@@ -5,17 +5,20 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
+from exporter.adapters.kube_cluster import read_cluster_uid
 from exporter.adapters.kube_pods import PodWatcher
 from exporter.adapters.nvml import NvmlBackend
 from exporter.adapters.podresources import PodResourcesClient
 from exporter.adapters.procfs import ProcReader
 from exporter.adapters.vgpu_config import load_vgpu_ratios
+from exporter.app.cluster_identity import ClusterUid
 from exporter.app.collection import CollectionLoop, CollectionTiming, NodeSources, SnapshotStore
 from exporter.app.kube_enrich import KubeEnricher
 from exporter.app.metrics import RenderTimer
@@ -24,8 +27,10 @@ from exporter.app.settings import ExporterSettings
 from exporter.engine.snapshot_builder import SnapshotSetup
 from exporter.engine.vgpu import VgpuRatios
 from exporter.model.errors import ConfigError
+from guardian_common.files import CERTIFICATE, check_file
 from guardian_common.http_auth import Authenticator, load_users
 from guardian_common.http_server import ServerLimits, ServerTls
+from guardian_common.kubeconfig import load_kubeconfig
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +106,9 @@ def _http_server(
     )
     tls = None
     if settings.tls_cert_file is not None and settings.tls_key_file is not None:
+        # Regular files within their limit: ssl would block on a FIFO, read /dev/zero.
+        check_file(settings.tls_cert_file, CERTIFICATE, field="--tls-cert-file")
+        check_file(settings.tls_key_file, CERTIFICATE, field="--tls-key-file")
         tls = ServerTls(settings.tls_cert_file, settings.tls_key_file, field="--tls-cert-file")
     app = ExporterApp(store, max_requests=settings.max_requests, auth=auth, healthy=healthy)
     limits = ServerLimits(
@@ -111,14 +119,26 @@ def _http_server(
     return HttpServer(app, settings.listen_address, settings.port, tls=tls, limits=limits)
 
 
+def _kubeconfig(path: Path) -> dict[str, Any]:
+    try:
+        return load_kubeconfig([str(path)])
+    except ConfigError as exc:  # naming the flag too
+        field = f"--kubeconfig {exc.field}" if exc.field else "--kubeconfig"
+        raise ConfigError(exc.reason, path=exc.path, line=exc.line, field=field) from None
+
+
 def _api_client(kubeconfig: Path | None) -> Any:
     try:
         if kubeconfig is not None:
-            return k8s_config.new_client_from_config(config_file=str(kubeconfig))
+            # Read the bounded way (a FIFO, /dev/zero or a deep file is a ConfigError
+            # naming it); the client only gets the parsed dict.
+            config = _kubeconfig(kubeconfig)
+            return k8s_config.new_client_from_config_dict(config, persist_config=False)
         configuration = k8s_client.Configuration()
         k8s_config.load_incluster_config(client_configuration=configuration)
         return k8s_client.ApiClient(configuration)
-    except (k8s_config.ConfigException, OSError) as exc:
+    except (k8s_config.ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
+        # What the client's loader raises for a kubeconfig it cannot use.
         where = str(kubeconfig) if kubeconfig is not None else "in-cluster service account"
         raise ConfigError(
             f"cannot load Kubernetes credentials ({where}): {exc}", field="--kubeconfig"
@@ -136,6 +156,7 @@ def _kube_enricher(settings: ExporterSettings) -> KubeEnricher:
         settings.grouping(),
         frozenset(settings.extra_gpu_resources),
         on_close=api_client.close,
+        cluster_uid=ClusterUid(partial(read_cluster_uid, api, settings.kube_timeout)),
     )
 
 

@@ -50,6 +50,7 @@ class Enrichment:
     allocations: tuple[AllocationSeries, ...] = ()
     unallocated_use: tuple[UnallocatedUse, ...] = ()
     kube_up: bool | None = None  # None: Kubernetes enrichment is off
+    cluster_uid: str = ""  # the kube-system Namespace's UID; "": not read (yet)
     # Prometheus label name -> raw keys withheld because they collide after sanitizing.
     collisions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     reserved: tuple[str, ...] = ()  # raw keys refused because they map onto our own labels

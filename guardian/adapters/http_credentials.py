@@ -10,6 +10,7 @@ fail after the rotation.
 from __future__ import annotations
 
 import base64
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ import requests
 
 from guardian.model.http_client import FilePath, HttpClientConfig
 from guardian_common.errors import ConfigError, PermanentError
+from guardian_common.files import CERTIFICATE, FileReadError, check_file, read_secret
 from guardian_common.redact import Secrets, redact_url
 
 # Header names whose values are credentials (Authorization, X-Api-Key, Cookie, ...).
@@ -31,10 +33,13 @@ class CredentialError(PermanentError):
 
 
 def _read(path: FilePath, what: str) -> str:
+    """The secret in ``path``, read the bounded way (a regular file of at most 64 KiB,
+    UTF-8), so a FIFO or ``/dev/zero`` fails the request instead of hanging it."""
     try:
-        return Path(path).read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise CredentialError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
+        return read_secret(path, what)
+    except FileReadError as exc:
+        reason = exc.reason.removeprefix(f"cannot read {what}: ")
+        raise CredentialError(f"cannot read {what} {path}: {reason}") from None
 
 
 def shown_url(config: HttpClientConfig) -> str:
@@ -105,18 +110,53 @@ def credentials(config: HttpClientConfig, secrets: Secrets | None = None) -> Fil
     return FileCredentials(config, secrets)
 
 
-def check_tls_files(config: HttpClientConfig, section: str) -> None:
-    """Raise ConfigError naming ``<section>.tls.<option>`` for a TLS file that is missing.
+def check_client_files(config: HttpClientConfig, section: str) -> None:
+    """Raise ConfigError naming ``<section>.tls.<option>`` for a TLS file that is missing,
+    not a regular file (a FIFO, a device) or over its 1 MiB limit, and as
+    :func:`check_secret_files` does for the credential files.
 
     At startup, so a typo fails there and not at the first request."""
+    for option, path in _tls_files(config):
+        field = f"{section}.tls.{option}"
+        if not Path(path).exists():
+            raise ConfigError(f"no such file: {path}", field=field)
+        check_file(path, CERTIFICATE, field=field)
+    check_secret_files(config, section)
+
+
+def check_secret_files(config: HttpClientConfig, section: str) -> None:
+    """Raise FileReadError naming ``<section>.<option>`` for a bearer token or password
+    file that exists but cannot be used: not a regular file, over 64 KiB, not UTF-8.
+    A missing one is left to the requests, which read the files again each time."""
+    auth = config.basic_auth
+    files = (
+        ("bearer_token_file", config.bearer_token_file, "bearer token file"),
+        ("basic_auth.password_file", auth.password_file if auth else None, "password file"),
+    )
+    for option, path, what in files:
+        if path is None or not os.path.lexists(path):
+            continue
+        try:
+            read_secret(path, what)
+        except FileReadError as exc:
+            raise FileReadError(exc.reason, path=exc.path, field=f"{section}.{option}") from None
+
+
+def _tls_files(config: HttpClientConfig) -> list[tuple[str, FilePath]]:
     tls = config.tls
-    for option, path in (
-        ("ca_file", tls.ca_file),
-        ("cert_file", tls.cert_file),
-        ("key_file", tls.key_file),
-    ):
-        if path is not None and not Path(path).is_file():
-            raise ConfigError(f"no such file: {path}", field=f"{section}.tls.{option}")
+    files = (("ca_file", tls.ca_file), ("cert_file", tls.cert_file), ("key_file", tls.key_file))
+    return [(option, path) for option, path in files if path is not None]
+
+
+def check_tls_now(config: HttpClientConfig) -> None:
+    """Before a request through a library that opens the TLS files itself: raise
+    CredentialError when one is no longer a regular file within its limit (replaced by
+    a FIFO, which would block the connect). Opens each without reading."""
+    for _, path in _tls_files(config):
+        try:
+            check_file(path, CERTIFICATE)
+        except FileReadError as exc:
+            raise CredentialError(f"TLS file {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -138,6 +178,7 @@ class Endpoint:
         of the answer is the caller's to judge."""
         config = self.config
         try:
+            check_tls_now(config)
             return session.request(
                 method,
                 url,

@@ -12,6 +12,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from guardian.adapters.sqlite_db import Database, MigrationSet
 from guardian.model.labels import LabelSet
@@ -24,6 +25,7 @@ from guardian.model.remediation_events import (
     WorkloadRef,
 )
 from guardian.model.shared_episode import EpisodeState
+from guardian_common.errors import PermanentError
 
 __all__ = ["Episode", "EpisodeState", "Ledger"]
 
@@ -149,6 +151,13 @@ def _outages(events: Sequence[RemediationEvent]) -> dict[str, tuple[float, float
 class Ledger:
     def __init__(self, db: Database) -> None:
         self.db = db
+
+    @classmethod
+    def open_existing(cls, path: str) -> Ledger:
+        """The state database at ``path``, which must exist (never created)."""
+        if not Path(path).exists():
+            raise PermanentError(f"no state database at {path}")
+        return cls.open(path)
 
     @classmethod
     def open(cls, path: str, extra: Sequence[MigrationSet] = ()) -> Ledger:
@@ -317,6 +326,12 @@ class Ledger:
             (LadderStep.HOLD.value, LadderStep.RESUME.value),
         )
         return {e.episode: e for e in held}  # the latest hold per episode wins
+
+    def workload_events(self, namespace: str, kind: str, name: str) -> list[RemediationEvent]:
+        """Every event about the workload, oldest first (``kind`` in any case)."""
+        return self._query(
+            "WHERE namespace = ? AND lower(kind) = lower(?) AND name = ?", (namespace, kind, name)
+        )
 
     def events_for(self, episodes: Sequence[str]) -> list[RemediationEvent]:
         if not episodes:

@@ -24,6 +24,7 @@ import http.client
 import ssl
 import threading
 import weakref
+from contextlib import ExitStack
 from dataclasses import dataclass
 from urllib.parse import unquote, urlencode, urlsplit
 
@@ -31,6 +32,7 @@ import requests
 
 from guardian.adapters.http_credentials import authorization, basic
 from guardian.model.http_client import HttpClientConfig
+from guardian_common.files import CERTIFICATE, FileReadError, pinned_path
 from guardian_common.redact import Secrets
 
 POOL_SIZE = 64  # idle connections kept per target (concurrent rules and template queries)
@@ -98,19 +100,28 @@ def _netrc_auth(url: str) -> str | None:
 
 
 def _tls_context(verify: bool | str, cert: str | tuple[str, str] | None) -> ssl.SSLContext:
+    """The client context. Each file is checked by the bounded reader first and handed
+    to ``ssl`` pinned (:func:`pinned_path`): a FIFO or ``/dev/zero`` in its place raises
+    FileReadError instead of blocking or reading forever."""
     if verify is False:
         context = ssl.create_default_context()
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     else:
         bundle = verify if isinstance(verify, str) else requests.utils.DEFAULT_CA_BUNDLE_PATH
-        is_dir = bundle.endswith("/")
-        context = ssl.create_default_context(
-            cafile=None if is_dir else bundle, capath=bundle if is_dir else None
-        )
+        if bundle.endswith("/"):  # a directory of hashed names, read per certificate
+            context = ssl.create_default_context(capath=bundle)
+        else:
+            with pinned_path(bundle, CERTIFICATE) as cafile:
+                context = ssl.create_default_context(cafile=cafile)
     if cert is not None:
         certfile, keyfile = (cert, None) if isinstance(cert, str) else cert
-        context.load_cert_chain(certfile, keyfile)
+        with ExitStack() as files:
+            pinned = files.enter_context(pinned_path(certfile, CERTIFICATE))
+            key = (
+                None if keyfile is None else files.enter_context(pinned_path(keyfile, CERTIFICATE))
+            )
+            context.load_cert_chain(pinned, key)
     return context
 
 
@@ -249,6 +260,8 @@ class QueryTransport:
         if self._tls is None:
             try:
                 self._tls = _tls_context(self._verify, self._http.tls.cert)
+            except FileReadError as exc:
+                raise TransportError(f"TLS setup: {exc}") from None
             except (OSError, ssl.SSLError) as exc:
                 raise TransportError(f"TLS setup: {type(exc).__name__}: {exc}") from None
         return self._tls

@@ -24,6 +24,7 @@ import requests
 from guardian.adapters import _remote_write_pb2 as pb
 from guardian.adapters.http_credentials import (
     CredentialError,
+    check_tls_now,
     credentials,
     secrets_of,
     shown_url,
@@ -108,6 +109,7 @@ class RemoteWriteClient:
         self._timeout = config.timeout
         self._max_samples = max_samples_per_request
         self._auth = credentials(config, self._secrets)
+        self._config = config
         self._verify = config.tls.verify
         self._cert = config.tls.cert
         self._headers = {
@@ -148,6 +150,7 @@ class RemoteWriteClient:
         samples = sum(len(item.samples) for item in batch)
         try:
             with self._lock:
+                check_tls_now(self._config)
                 response = self._session.post(
                     self.url,
                     data=body,

@@ -15,6 +15,7 @@ survive power loss; a ``kill -9`` mid-transaction loses only that transaction.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from guardian_common.errors import ConfigError
+from guardian_common.files import not_regular
 
 logger = logging.getLogger(__name__)
 
@@ -47,20 +49,23 @@ class Database:
     def open(cls, path: str | Path, migrations: Sequence[MigrationSet] = ()) -> Database:
         target = str(path)
         if target != ":memory:":
+            _check_files(target)
             try:
                 Path(target).parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise ConfigError(f"cannot create state directory: {exc}", path=target) from exc
         try:
             conn = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute("PRAGMA busy_timeout=5000")
         except sqlite3.Error as exc:
-            raise ConfigError(f"cannot open state database: {exc}", path=target) from exc
+            raise ConfigError(f"cannot open state database: {exc}", path=target) from None
         db = cls(conn, target)
-        db.migrate(migrations)
+        try:
+            for pragma in _PRAGMAS:
+                conn.execute(pragma)
+            db.migrate(migrations)
+        except sqlite3.Error as exc:  # "file is not a database", a read-only file, ...
+            conn.close()
+            raise ConfigError(f"cannot open state database: {exc}", path=target) from None
         return db
 
     def close(self) -> None:
@@ -113,6 +118,32 @@ class Database:
                 logger.info(
                     "state database: %s schema now at v%s", migration.component, version + 1
                 )
+
+
+_PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=FULL",
+    "PRAGMA foreign_keys=ON",
+    "PRAGMA busy_timeout=5000",
+)
+# The files SQLite keeps beside the database.
+_SIDECARS = ("", "-wal", "-shm", "-journal")
+
+
+def _check_files(target: str) -> None:
+    """The database and the files beside it are regular files where they exist: SQLite
+    would block opening a FIFO and write into a device such as /dev/zero."""
+    for suffix in _SIDECARS:
+        path = target + suffix
+        try:
+            mode = os.stat(path).st_mode  # follows symlinks, never opens: cannot block
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise ConfigError(f"cannot open state database: {exc.strerror}", path=path) from None
+        refused = not_regular(mode)
+        if refused is not None:
+            raise ConfigError(f"cannot open state database: {refused}", path=path)
 
 
 def _statements(script: str) -> list[str]:

@@ -43,7 +43,8 @@ from guardian.app.remediation.build import (
     engine_alerts,
     pipeline_group_names,
 )
-from guardian.app.remediation.clusters import served_clusters
+from guardian.app.remediation.clusters import served_clusters, served_identities
+from guardian.app.remediation.explain import explain
 from guardian.app.remediation.metrics import RemediationMetrics
 from guardian.app.remediation.policy_files import load_policies
 from guardian.app.remediation.status import StatusReport, build_status
@@ -53,7 +54,7 @@ from guardian.app.settings.config_file import Settings
 from guardian.app.settings.slack import SlackSettings
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.model.alerts import GroupEvaluation
-from guardian_common.errors import ConfigError
+from guardian_common.errors import ConfigError, PermanentError
 
 logger = logging.getLogger(__name__)
 
@@ -75,13 +76,14 @@ class ControllerParts:
         self.interactivity: Interactivity | None = None
         self.settings = settings
         self._env = env
+        self._clock = clock
         self._ledger: Ledger | None = None
         store = engine.store
         if store is None:
             return
         self._ledger = Ledger.attach(store.db)
         if settings.remediation.enabled:
-            self.remediation = _build_remediation(settings, engine, store.db, env)
+            self.remediation = _build_remediation(settings, engine, store.db, env, clock)
             engine.listeners.append(self.remediation.loop.on_evaluation)
         if settings.slack is not None and settings.slack.enabled:
             self._wire_slack(settings.slack, engine, store.db, clock)
@@ -192,6 +194,14 @@ class ControllerParts:
         episodes = self.remediation.shared_episodes() if self.remediation is not None else None
         return build_status(self._ledger, episodes).to_json()
 
+    def explain(self, target: str, at: float | None) -> dict[str, Any]:
+        """``guardian explain`` as JSON, from the leader's view of the workload now (any
+        replica can plan it; only the leader acts), or the ledger's before ``at``."""
+        if self.remediation is None:
+            raise PermanentError("remediation is not enabled: nothing is decided here")
+        with api_access(self.remediation.rest.api_client):
+            return explain(self.remediation.loop, target, self._clock(), at)
+
     def close(self) -> None:
         if self.alertmanager is not None:
             self.alertmanager.close()
@@ -204,24 +214,30 @@ class ControllerParts:
 
 
 def _build_remediation(
-    settings: Settings, engine: RuleEngine, db: Database, env: Mapping[str, str]
+    settings: Settings,
+    engine: RuleEngine,
+    db: Database,
+    env: Mapping[str, str],
+    clock: Callable[[], float],
 ) -> RemediationParts:
     """The ladder on the engine's alerts; credentials that load but cannot be used fail
     the start, in one line."""
     remediation = build_remediation(
         settings.remediation,
         db,
-        EngineSide(engine_alerts(engine), pipeline_group_names(engine.groups), engine.ready),
+        EngineSide(engine_alerts(engine), pipeline_group_names(engine.groups), engine.ready, clock),
         ClusterAccess(
             env=env,
             default_cluster=settings.external_labels.get("cluster", ""),
             # Through the engine's current querier (a reload may replace it).
             source_clusters=served_clusters(lambda expr, ts: engine.query(expr, ts)),
+            source_identities=served_identities(lambda expr, ts: engine.query(expr, ts)),
         ),
         RemediationMetrics(engine.metrics.registry),
     )
     with api_access(remediation.rest.api_client):
         remediation.loop.reader.namespace(settings.remediation.controller_namespace)
+        remediation.loop.clusters.uids.learn_own()  # this cluster's UID (kube-system's)
     return remediation
 
 

@@ -26,16 +26,20 @@ from urllib.parse import parse_qs
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from guardian.adapters.kube.rest import NotFound
 from guardian.app.alertmanager.output import evaluated_expr
 from guardian.app.rules.runtime import ActiveAlert, RuleEngine
 from guardian.app.settings.web import WebSettings
-from guardian.model.times import rfc3339
+from guardian.model.times import parse_rfc3339, rfc3339
+from guardian_common.errors import GuardianError, PermanentError, TransientError
 from guardian_common.http_auth import Authenticator, load_users
 from guardian_common.http_server import LimitedHTTPServer, ServerLimits, ServerTls
 
 logger = logging.getLogger(__name__)
 
 StatusSource = Callable[[], dict[str, Any]]
+# ``guardian explain``: the workload (NAMESPACE/KIND/NAME) and a past time, or None: now.
+ExplainSource = Callable[[str, float | None], dict[str, Any]]
 
 
 def format_api_value(value: float) -> str:
@@ -122,10 +126,12 @@ class EngineHTTPServer:
         guard: WebGuard | None = None,
         *,
         status: StatusSource | None = None,
+        explain: ExplainSource | None = None,
     ) -> None:
         self.engine = engine
         self.guard = guard if guard is not None else WebGuard()
         self.status = status
+        self.explain = explain
         server_self = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -187,6 +193,23 @@ class EngineHTTPServer:
             self._reply(handler, 401, b"unauthorized\n", "text/plain", headers)
         return False
 
+    def _explain(self, handler: BaseHTTPRequestHandler, explain: ExplainSource, query: str) -> None:
+        params = parse_qs(query)
+        workload = (params.get("workload") or [""])[0]
+        at_text = (params.get("at") or [""])[0]
+        try:
+            at = parse_rfc3339(at_text) if at_text else None
+            if at_text and at is None:
+                raise PermanentError(f"at: not an RFC 3339 time: {at_text!r}")
+            status, body = 200, {"status": "success", "data": explain(workload, at)}
+        except NotFound as exc:
+            status, body = 404, {"status": "error", "errorType": "not_found", "error": str(exc)}
+        except TransientError as exc:
+            status, body = 503, {"status": "error", "errorType": "unavailable", "error": str(exc)}
+        except GuardianError as exc:
+            status, body = 400, {"status": "error", "errorType": "bad_data", "error": str(exc)}
+        self._reply(handler, status, json.dumps(body).encode(), "application/json")
+
     def _route(self, handler: BaseHTTPRequestHandler, path: str, query: str) -> None:
         if path == "/api/v1/alerts":
             alerts = [alert_json(a) for a in self.engine.active_alerts()]
@@ -195,6 +218,8 @@ class EngineHTTPServer:
         elif path == "/api/v1/status" and self.status is not None:
             body = {"status": "success", "data": self.status()}
             self._reply(handler, 200, json.dumps(body).encode(), "application/json")
+        elif path == "/api/v1/explain" and self.explain is not None:
+            self._explain(handler, self.explain, query)
         elif path == "/graph":
             graph = json.dumps(graph_json(self.engine, query)).encode()
             self._reply(handler, 200, graph, "application/json")

@@ -18,6 +18,7 @@ from types import FrameType
 
 from prometheus_client import CollectorRegistry, Gauge
 
+from guardian.adapters.http_credentials import check_secret_files
 from guardian.adapters.prometheus import PrometheusQuerier
 from guardian.app.config_watch import ConfigWatch
 from guardian.app.controller import ControllerParts
@@ -33,8 +34,10 @@ from guardian.app.rules.build import (
 from guardian.app.rules.scheduler import GroupScheduler
 from guardian.app.rules.thread_fan_out import ThreadFanOut
 from guardian.app.settings.config_file import Settings, load_settings
+from guardian.app.settings.web import WebSettings
 from guardian.engine.rules.compiled import TemplateEnv
 from guardian_common.errors import ConfigError
+from guardian_common.files import CERTIFICATE, MAX_FILE_BYTES, check_file
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +69,23 @@ def watched_files(config_path: str, settings: Settings) -> list[str]:
     return [config_path, *settings.rule_files, *settings.remediation.policy_files]
 
 
+def check_web_files(web: WebSettings) -> None:
+    """The endpoint's certificate and key are regular files within their limit: the TLS
+    library would open a FIFO blocking and read ``/dev/zero`` to the end. Raises
+    FileReadError naming the file and the setting."""
+    for field, path in (
+        ("web.tls_cert_file", web.tls_cert_file),
+        ("web.tls_key_file", web.tls_key_file),
+    ):
+        if path is not None:
+            check_file(path, CERTIFICATE, field=field)
+
+
+def watched_bytes(settings: Settings) -> int:
+    """The largest a watched file may be: a rule file's limit, at least every other's."""
+    return max(settings.max_rule_file_bytes, MAX_FILE_BYTES)
+
+
 class EngineRunner:
     def __init__(
         self,
@@ -80,6 +100,8 @@ class EngineRunner:
         self.clock = clock
         self.monotonic = monotonic
         self.settings: Settings = load_settings(config_path, self.env)
+        check_web_files(self.settings.web)
+        check_secret_files(self.settings.prometheus.client_config(), "prometheus")
         guard = web_guard(self.settings.web)  # its files are checked before anything starts
         self.parts: EngineParts = build_engine(self.settings, clock=clock)
         engine = self.parts.engine
@@ -88,13 +110,22 @@ class EngineRunner:
         # restore, and the receiver refuses a second value at the same timestamp.
         engine.may_write = self.controller.is_leader
         self.reload_metrics = ReloadMetrics(engine.metrics.registry, clock())
-        self.watch = ConfigWatch(watched_files(config_path, self.settings))
+        self.watch = ConfigWatch(
+            watched_files(config_path, self.settings), watched_bytes(self.settings)
+        )
         self.exit_code = 0
         self._stop = threading.Event()
         self._reload = threading.Event()
         self.scheduler = GroupScheduler(engine, clock=clock)
         host, port = self.settings.listen_host_port
-        self.http = EngineHTTPServer(engine, host, port, guard, status=self.controller.status)
+        self.http = EngineHTTPServer(
+            engine,
+            host,
+            port,
+            guard,
+            status=self.controller.status,
+            explain=self.controller.explain,
+        )
 
     def request_stop(self, *_: object) -> None:
         self._stop.set()
@@ -155,7 +186,7 @@ class EngineRunner:
         apply_controller()
         self.scheduler.reschedule()
         self.settings = settings
-        self.watch.watch(watched_files(self.config_path, settings))
+        self.watch.watch(watched_files(self.config_path, settings), watched_bytes(settings))
         self.reload_metrics.record(True, self.clock())
         logger.info("reload: %s rule group(s) loaded", len(groups))
         return True

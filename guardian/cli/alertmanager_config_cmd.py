@@ -1,5 +1,7 @@
 """``guardian alertmanager-config``: routes by guardian_class and severity, and inhibit
-rules (pipeline alerts inhibit waste alerts) for Alertmanager or the prometheus-operator."""
+rules (pipeline alerts inhibit waste alerts) for Alertmanager or the prometheus-operator;
+optionally with real receivers (Slack, PagerDuty, a webhook) whose secrets Alertmanager
+reads from files."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import sys
 
 from guardian.app.alertmanager.config_render import RenderRequest, render_alertmanager_config
 from guardian.cli._common import EXIT_OK, SubParsers, add_label_option
+from guardian.engine.alertmanager.receivers import Receivers
 
 
 def register(subparsers: SubParsers) -> None:
@@ -34,7 +37,46 @@ def register(subparsers: SubParsers) -> None:
         default="gpu-guardian",
         help="receiver names: PREFIX, PREFIX-CLASS, PREFIX-CLASS-SEVERITY",
     )
+    _add_receiver_options(parser)
     parser.set_defaults(handler=run_alertmanager_config)
+
+
+def _add_receiver_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "receivers (--format alertmanager; paths as Alertmanager sees them, read at send time)"
+    )
+    group.add_argument(
+        "--slack-channel", metavar="CHANNEL", help="Slack channel for every alert, e.g. #gpu"
+    )
+    group.add_argument(
+        "--slack-api-url-file",
+        metavar="PATH",
+        help="file holding the Slack incoming-webhook URL (slack_configs[].api_url_file)",
+    )
+    group.add_argument(
+        "--pagerduty-routing-key-file",
+        metavar="PATH",
+        help="file holding the PagerDuty Events v2 routing key "
+        "(pagerduty_configs[].routing_key_file)",
+    )
+    group.add_argument(
+        "--page-on",
+        action="append",
+        default=[],
+        metavar="CLASS[/SEVERITY]",
+        help="what PagerDuty pages on, repeatable (default: every critical severity, "
+        "in the shipped pack pipeline/critical)",
+    )
+    group.add_argument(
+        "--webhook-url",
+        metavar="URL",
+        help="webhook for every alert; written into the config, so keep secrets out of it",
+    )
+    group.add_argument(
+        "--webhook-credentials-file",
+        metavar="PATH",
+        help="file holding the webhook's bearer token (http_config.authorization.credentials_file)",
+    )
 
 
 def run_alertmanager_config(args: argparse.Namespace) -> int:
@@ -47,6 +89,14 @@ def run_alertmanager_config(args: argparse.Namespace) -> int:
         namespace=args.namespace,
         labels=dict(args.label),
         receiver_prefix=args.receiver_prefix,
+        receivers=Receivers(
+            slack_channel=args.slack_channel,
+            slack_api_url_file=args.slack_api_url_file,
+            pagerduty_routing_key_file=args.pagerduty_routing_key_file,
+            page_on=tuple(args.page_on),
+            webhook_url=args.webhook_url,
+            webhook_credentials_file=args.webhook_credentials_file,
+        ),
     )
     sys.stdout.write(render_alertmanager_config(request))
     return EXIT_OK

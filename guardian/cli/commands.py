@@ -6,6 +6,7 @@ from guardian.cli import (
     alertmanager_config_cmd,
     dcgm_cmd,
     engine_cmds,
+    explain_cmd,
     policies_cmd,
     report_cmd,
     restore_cmd,
@@ -24,6 +25,7 @@ def register_all(subparsers: SubParsers) -> None:
     _register_policies(subparsers)
     restore_cmd.register(subparsers)
     status_cmd.register(subparsers)
+    explain_cmd.register(subparsers)
     simulate_cmd.register(subparsers)
     report_cmd.register(subparsers)
     dcgm_cmd.register(subparsers)

@@ -78,5 +78,7 @@ def _remote(url: str, as_json: bool) -> int:
         reclaimed=items("reclaimed"),
         refused=items("refused"),
         holds=items("holds"),
+        misconfigured=items("misconfigured"),
+        gave_up=items("gave_up"),
     )
     return _print(report, as_json)

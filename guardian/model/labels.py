@@ -83,3 +83,13 @@ class LabelSet(Mapping[str, str]):
 
 
 EMPTY_LABELS = LabelSet()
+
+
+# Where an exporter names the node: ours and a ``guardian dcgm-config`` scrape say
+# ``node``; dcgm-exporter's own series say ``Hostname`` (older ones ``hostname``).
+NODE_LABELS = ("node", "Hostname", "hostname")
+
+
+def node_of(labels: Mapping[str, str]) -> str:
+    """The node a series (or an alert) is about; "" when it names none."""
+    return next((labels[k] for k in NODE_LABELS if labels.get(k)), "")

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
-from guardian.model.policies_windows import ActiveWindow
+from guardian.model import policy_limits as limit
 from guardian_common.config_types import Bool, Duration, DurationOrZero, Int, StrictModel
 
 API_VERSION = "gpu-guardian.io/v1alpha1"
@@ -45,6 +45,12 @@ class Annotations:
     RECLAIMED_AT = PREFIX + "reclaimed-at"
     RECLAIMED_BY = PREFIX + "reclaimed-by"
     REASON = PREFIX + "reason"
+    # Written by a right-size (``partial: rightSize``), with the reclaim's marks: the
+    # count it left and the idle pods it asked the ReplicaSet controller to remove.
+    RIGHT_SIZED_TO = PREFIX + "right-sized-to"
+    RIGHT_SIZED_PODS = PREFIX + "right-sized-pods"
+    # Kubernetes' own: the ReplicaSet controller removes the lowest first on a scale-down.
+    POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
     # Written by restore: the warm-up clock restarts from it.
     RESTORED_AT = PREFIX + "restored-at"
     # The checkpoint handshake: we ask, the workload acknowledges (docs/policies.md).
@@ -67,16 +73,22 @@ class Annotations:
         RECLAIMED_AT,
         RECLAIMED_BY,
         REASON,
+        RIGHT_SIZED_TO,
+        RIGHT_SIZED_PODS,
     )
 
 
 NOTEBOOK_STOPPED = "kubeflow-resource-stopped"
+RIGHT_SIZE_NEEDS_RECLAIM = "partial: rightSize needs ladder.reclaim: true (it is a reclaim)"
 ALWAYS_EXCLUDED_NAMESPACES = ("kube-system",)
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 _LABEL_KEY = re.compile(
-    r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+    r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 )
+LABEL_KEY_PATTERN = _LABEL_KEY.pattern
+"""A Kubernetes label key: an optional DNS prefix (253 bytes) and a name (63 bytes); also
+the CRD's CEL rule on label maps."""
 
 
 class Mode(StrEnum):
@@ -87,6 +99,13 @@ class Mode(StrEnum):
 class HpaPolicy(StrEnum):
     REFUSE = "refuse"  # do not reclaim a workload an HPA scales
     RECORD = "record"  # record the HPA's minReplicas, scale to 0, restore both
+
+
+class PartialAction(StrEnum):
+    """What a policy does about a workload that is only partly idle."""
+
+    NOTIFY = "notify"  # notify and annotate; never act
+    RIGHT_SIZE = "rightSize"  # remove exactly the idle replicas where the kind allows it
 
 
 class ReclaimWhen(StrEnum):
@@ -108,9 +127,9 @@ class Delegation(StrEnum):
 
 
 class SelectorRequirement(StrictModel):
-    key: str
+    key: limit.LabelKey
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
-    values: tuple[str, ...] = ()
+    values: tuple[limit.LabelValue, ...] = Field(default=(), max_length=limit.MAX_VALUES)
 
     @model_validator(mode="after")
     def _values(self) -> SelectorRequirement:
@@ -134,8 +153,12 @@ class SelectorRequirement(StrictModel):
 class LabelSelector(StrictModel):
     """A Kubernetes label selector; empty matches everything."""
 
-    match_labels: dict[str, str] = Field(default_factory=dict, alias="matchLabels")
-    match_expressions: tuple[SelectorRequirement, ...] = Field(default=(), alias="matchExpressions")
+    match_labels: dict[limit.LabelKey, limit.LabelValue] = Field(
+        default_factory=dict, alias="matchLabels", max_length=limit.MAX_LABELS
+    )
+    match_expressions: tuple[SelectorRequirement, ...] = Field(
+        default=(), alias="matchExpressions", max_length=limit.MAX_EXPRESSIONS
+    )
 
     @field_validator("match_labels")
     @classmethod
@@ -178,9 +201,11 @@ class AlertMatch(StrictModel):
     Never an alert of a class in :data:`NEVER_ACTED_ON` or one of :data:`ADVICE_ALERTS`;
     asking for one is refused when the policy is loaded."""
 
-    names: tuple[str, ...] = ()
-    match_labels: dict[str, str] = Field(
-        default_factory=lambda: {CLASS_LABEL: RECLAIMABLE}, alias="matchLabels"
+    names: tuple[limit.Text, ...] = Field(default=(), max_length=limit.MAX_ALERT_NAMES)
+    match_labels: dict[limit.LabelKey, limit.Text] = Field(
+        default_factory=lambda: {CLASS_LABEL: RECLAIMABLE},
+        alias="matchLabels",
+        max_length=limit.MAX_LABELS,
     )
 
     @field_validator("names")
@@ -210,10 +235,11 @@ WORKLOAD_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "
 
 
 class Scope(StrictModel):
-    namespaces: tuple[str, ...] = ()  # empty: every namespace
+    namespaces: tuple[limit.Name, ...] = Field(default=(), max_length=limit.MAX_NAMESPACES)
     namespace_selector: LabelSelector = Field(default=LabelSelector(), alias="namespaceSelector")
     workload_selector: LabelSelector = Field(default=LabelSelector(), alias="workloadSelector")
-    kinds: tuple[str, ...] = ()  # empty: every kind; other scalable kinds by their Kind name
+    # Empty: every kind; other scalable kinds by their Kind name.
+    kinds: tuple[limit.Name, ...] = Field(default=(), max_length=limit.MAX_KINDS)
 
     @field_validator("namespaces")
     @classmethod
@@ -281,7 +307,7 @@ class Checkpoint(StrictModel):
 
 
 class Exclusions(StrictModel):
-    namespaces: tuple[str, ...] = ()
+    namespaces: tuple[limit.Name, ...] = Field(default=(), max_length=limit.MAX_NAMESPACES)
     workload_selector: LabelSelector | None = Field(default=None, alias="workloadSelector")
 
 
@@ -302,12 +328,24 @@ class PolicySpec(StrictModel):
     """Take no ladder step while the alert is silenced or inhibited in Alertmanager (or
     Alertmanager cannot say): an on-call who silences GpuIdle expects nothing reclaimed.
     Only with an ``alertmanager:`` section in the controller's config."""
-    active_windows: tuple[ActiveWindow, ...] = Field(default=(), alias="activeWindows")
+    active_windows: tuple[limit.Window, ...] = Field(
+        default=(), alias="activeWindows", max_length=limit.MAX_WINDOWS
+    )
     """kube-downscaler's syntax, ``Mon-Fri 07:30-20:30 Europe/Berlin``; empty: always."""
     notify_outside_windows: Bool = Field(default=True, alias="notifyOutsideWindows")
     reclaim: ReclaimCondition = ReclaimCondition()
     checkpoint: Checkpoint = Checkpoint()
     delegation: Delegation = Delegation.NONE
+    partial: PartialAction = PartialAction.NOTIFY
+    """A partly idle workload: ``notify`` (the default) never acts on it; ``rightSize``
+    scales a Deployment (or a StatefulSet whose idle pods are its highest ordinals) to
+    its busy count so that exactly the idle replicas go; anything else gets advice."""
+
+    @model_validator(mode="after")
+    def _right_size_reclaims(self) -> PolicySpec:
+        if self.partial is PartialAction.RIGHT_SIZE and not self.ladder.reclaim:
+            raise ValueError(RIGHT_SIZE_NEEDS_RECLAIM)
+        return self
 
 
 class PolicyMeta(StrictModel):

@@ -15,7 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from guardian.model.policies import ADVICE_REASON, CLUSTER_KIND, KIND
+from guardian.model import policy_limits as limit
+from guardian.model.policies import (
+    ADVICE_REASON,
+    CLUSTER_KIND,
+    KIND,
+    LABEL_KEY_PATTERN,
+    RIGHT_SIZE_NEEDS_RECLAIM,
+)
 from guardian.model.policies_windows import WINDOW_PATTERN
 
 GROUP = "gpu-guardian.io"
@@ -23,7 +30,6 @@ VERSION = "v1alpha1"
 Schema = dict[str, Any]
 
 _NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
-_LABEL_KEY_PATTERN = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 _UNITS = ("y", "w", "d", "h", "m", "s", "ms")
 DURATION_PATTERN = (
     "^([0-9]+|"
@@ -37,11 +43,15 @@ DURATION_PATTERN = (
 
 # The CEL rules, with the messages the file loader gives for the same mistakes.
 RULE_WARN_FIRST = "!self.reclaim || self.notify"
+RULE_RIGHT_SIZE = (
+    "!has(self.partial) || self.partial != 'rightSize' || !has(self.ladder) || "
+    "!has(self.ladder.reclaim) || self.ladder.reclaim"
+)
 RULE_SELECTOR_VALUES = (
     "self.operator in ['In', 'NotIn'] ? (has(self.values) && size(self.values) > 0)"
     " : (!has(self.values) || size(self.values) == 0)"
 )
-RULE_LABEL_KEYS = f"self.all(k, k.matches('{_LABEL_KEY_PATTERN}'))"
+RULE_LABEL_KEYS = f"self.all(k, k.matches('{LABEL_KEY_PATTERN}'))"
 RULE_NO_ADVICE = (
     "(!has(self.names) || !self.names.exists(n, n == 'GpuMemoryUnderutilized'))"
     " && (!has(self.matchLabels) || ("
@@ -59,6 +69,7 @@ def _duration(default: str, description: str) -> Schema:
     return {
         "x-kubernetes-int-or-string": True,
         "pattern": DURATION_PATTERN,
+        "maxLength": limit.MAX_DURATION_TEXT,
         "default": default,
         "description": description + " A Prometheus duration (90s, 30m, 1h30m) or seconds.",
     }
@@ -83,14 +94,26 @@ def _obj(properties: dict[str, Schema], description: str = "", **extra: Any) -> 
     return out
 
 
-def _strings(description: str, **item: Any) -> Schema:
-    return {"type": "array", "items": _string(**item), "description": description}
+def _strings(
+    description: str, max_items: int, max_length: int, pattern: str | None = None
+) -> Schema:
+    item = _string(maxLength=max_length)
+    if pattern is not None:
+        item["pattern"] = pattern
+    return {
+        "type": "array",
+        "maxItems": max_items,
+        "items": item,
+        "description": description,
+    }
 
 
-def _string_map(description: str, keys: bool = True) -> Schema:
+def _string_map(description: str, max_value: int, keys: bool = True) -> Schema:
+    """Label keys (their pattern bounds their length) to values of at most ``max_value``."""
     out: Schema = {
         "type": "object",
-        "additionalProperties": {"type": "string"},
+        "maxProperties": limit.MAX_LABELS,
+        "additionalProperties": {"type": "string", "maxLength": max_value},
         "description": description,
     }
     if keys:
@@ -103,9 +126,9 @@ def _string_map(description: str, keys: bool = True) -> Schema:
 def label_selector(description: str) -> Schema:
     requirement = _obj(
         {
-            "key": _string(),
+            "key": _string(maxLength=limit.MAX_LABEL_KEY),
             "operator": {"type": "string", "enum": ["In", "NotIn", "Exists", "DoesNotExist"]},
-            "values": _strings("For In and NotIn only."),
+            "values": _strings("For In and NotIn only.", limit.MAX_VALUES, limit.MAX_LABEL_VALUE),
         },
         required=["key", "operator"],
         rules=[
@@ -117,14 +140,18 @@ def label_selector(description: str) -> Schema:
     )
     return _obj(
         {
-            "matchLabels": _string_map("Labels that must all match."),
-            "matchExpressions": {"type": "array", "items": requirement},
+            "matchLabels": _string_map("Labels that must all match.", limit.MAX_LABEL_VALUE),
+            "matchExpressions": {
+                "type": "array",
+                "maxItems": limit.MAX_EXPRESSIONS,
+                "items": requirement,
+            },
         },
         description,
     )
 
 
-_NAME_LIST = {"pattern": _NAME_PATTERN}
+_NAMESPACES = (limit.MAX_NAMESPACES, limit.MAX_NAME, _NAME_PATTERN)
 
 
 def _ladder_schema() -> Schema:
@@ -159,12 +186,15 @@ def _alerts_schema() -> Schema:
         {
             "names": _strings(
                 "Any of these alertnames (empty: any). Never GpuMemoryUnderutilized:"
-                " right-sizing advice, which no policy acts on."
+                " right-sizing advice, which no policy acts on.",
+                limit.MAX_ALERT_NAMES,
+                limit.MAX_TEXT,
             ),
             "matchLabels": {
                 **_string_map(
                     "And all of these labels. guardian_class rightsize (advice) is"
-                    " refused; pipeline matches nothing."
+                    " refused; pipeline matches nothing.",
+                    limit.MAX_TEXT,
                 ),
                 "default": {"guardian_class": "reclaimable"},
             },
@@ -178,10 +208,12 @@ def _alerts_schema() -> Schema:
 def _scope_schema() -> Schema:
     return _obj(
         {
-            "namespaces": _strings("Empty: every namespace.", **_NAME_LIST),
+            "namespaces": _strings("Empty: every namespace.", *_NAMESPACES),
             "namespaceSelector": label_selector("On the Namespace's labels."),
             "workloadSelector": label_selector("On the workload's labels."),
-            "kinds": _strings("Workload kinds (empty: every kind)."),
+            "kinds": _strings(
+                "Workload kinds (empty: every kind).", limit.MAX_KINDS, limit.MAX_NAME
+            ),
         },
         "Empty fields match everything.",
         default={},
@@ -202,7 +234,7 @@ def _limits_schema() -> Schema:
 def _exclusions_schema() -> Schema:
     return _obj(
         {
-            "namespaces": _strings("Never in these namespaces.", **_NAME_LIST),
+            "namespaces": _strings("Never in these namespaces.", *_NAMESPACES),
             "workloadSelector": label_selector("Never workloads with these labels."),
         },
         default={},
@@ -246,17 +278,25 @@ def spec_schema(cluster: bool) -> Schema:
         "exclusions": _exclusions_schema(),
         "activeWindows": _strings(
             "When the ladder may advance, e.g. 'Mon-Fri 07:30-20:30 Europe/Berlin'.",
+            limit.MAX_WINDOWS,
+            limit.MAX_WINDOW,
             pattern=WINDOW_PATTERN,
         ),
         "notifyOutsideWindows": _bool(True, "Notify even outside the active windows."),
         "reclaim": _reclaim_schema(),
         "checkpoint": _checkpoint_schema(),
+        "partial": _enum(
+            ("notify", "rightSize"),
+            "notify",
+            "A partly idle workload: notify only, or remove exactly its idle replicas.",
+        ),
     }
     if cluster:
         props["delegation"] = _enum(
             ("none", "allow", "optIn"), "none", "What teams' ReclaimPolicies may do."
         )
-    return _obj(props, default={})
+    rules = [{"rule": RULE_RIGHT_SIZE, "message": RIGHT_SIZE_NEEDS_RECLAIM}]
+    return _obj(props, default={}, rules=rules)
 
 
 def status_schema() -> Schema:

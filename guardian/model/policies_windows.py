@@ -105,7 +105,7 @@ def parse_window(text: str) -> Window:
     zone_name = text.strip().rsplit(" ", 1)[1]
     try:
         zone = ZoneInfo(zone_name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name too long, a folder
         raise ValueError(f"invalid window {text!r}: unknown timezone {zone_name!r}") from None
     start, end = int(h1) * 60 + int(m1), int(h2) * 60 + int(m2)
     if end > 1440 or end <= start:

@@ -70,6 +70,10 @@ class MemberPod:
     node: str = ""  # spec.nodeName ("" while unscheduled)
     deleting: bool = False  # metadata.deletionTimestamp is set: terminating
     gpus: Mapping[str, int] = field(default_factory=dict)  # GPU resource -> count it holds
+    # What a ReplicaSet controller's scale-down ranks pods by (a right-size needs it).
+    ready: bool = True  # the Ready condition is True
+    deletion_cost: int | None = None  # controller.kubernetes.io/pod-deletion-cost, if set
+    owner: str = ""  # its controller owner's name (a Deployment's pods: their ReplicaSet)
 
     @property
     def gpu_count(self) -> int:
@@ -258,6 +262,17 @@ class LedgerView:
 
 
 @dataclass(frozen=True, slots=True)
+class RightSize:
+    """Scale to ``keep`` replicas so that exactly ``remove`` (idle pods) go: each is given
+    ``cost`` as its pod-deletion-cost first, lower than every pod that stays (None: the
+    kind removes by ordinal, a StatefulSet)."""
+
+    keep: int
+    remove: tuple[str, ...]
+    cost: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class PlannedAction:
     """One step to take now (or, for GRACE, to record as pending), with its reason."""
 
@@ -272,6 +287,7 @@ class PlannedAction:
     next_step_due: float | None = None
     delete_pod: bool = False
     hpa_record: bool = False
+    right_size: RightSize | None = None  # a reclaim of the idle replicas only
 
     @property
     def mutating(self) -> bool:
@@ -299,9 +315,20 @@ class Wait:
     kind: HoldKind = HoldKind.GUARD  # what it waits for (status, the Slack thread)
 
 
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One gate the planner asked about one workload, in order, and its answer: what
+    ``guardian explain`` shows (the planner's own reasons, not a second opinion)."""
+
+    gate: str  # "policy", "exclusions", "evidence", "silences", "windows", "grace", ...
+    passed: bool
+    detail: str
+
+
 @dataclass(frozen=True)
 class Plan:
     now: float
     actions: tuple[PlannedAction, ...] = ()
     waits: tuple[Wait, ...] = ()
     closed_episodes: tuple[tuple[WorkloadRef, str], ...] = ()  # alerts gone, not reclaimed
+    checks: Mapping[WorkloadRef, tuple[Check, ...]] = field(default_factory=dict)

@@ -67,7 +67,7 @@ POLICY = policy(GRACE_PERIOD_S)
 LEASE_NAME = "gpu-guardian"
 # Leader election, compressed: a dead leader is replaced within about 5 s (4 s of lease,
 # then the next try), and a leader that could not renew for 3 s stops writing.
-LEASE_TIMINGS = {"lease_duration": "4s", "renew_deadline": "3s", "retry_period": "500ms"}
+LEASE_TIMINGS = {"lease_duration": "4s", "renew_deadline": "3s", "retry_period": "1s"}
 
 
 @dataclass(frozen=True)

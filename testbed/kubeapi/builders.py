@@ -135,17 +135,21 @@ def pod(
     annotations: Mapping[str, str] | None = None,
     owners: Sequence[Mapping[str, Any]] = (),
     gpus: int = 1,
+    ready: bool | None = None,
 ) -> Obj:
+    """A pod as the kubelet reports it: Ready while Running unless ``ready`` says."""
     template = pod_template(labels or {}, gpus=gpus)
     spec = template["spec"]
     if node is not None:
         spec["nodeName"] = node
+    is_ready = phase == "Running" if ready is None else ready
+    condition = {"type": "Ready", "status": "True" if is_ready else "False"}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": _meta(name, namespace, labels, annotations, owners),
         "spec": spec,
-        "status": {"phase": phase},
+        "status": {"phase": phase, "conditions": [condition]},
     }
 
 

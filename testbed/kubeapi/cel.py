@@ -12,7 +12,12 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from guardian.model.policies_crd import RULE_NO_ADVICE, RULE_SELECTOR_VALUES, RULE_WARN_FIRST
+from guardian.model.policies_crd import (
+    RULE_NO_ADVICE,
+    RULE_RIGHT_SIZE,
+    RULE_SELECTOR_VALUES,
+    RULE_WARN_FIRST,
+)
 
 Rule = Callable[[Any], bool]
 
@@ -30,6 +35,11 @@ def _selector_values(req: Mapping[str, Any]) -> bool:
     return values is None or len(values) == 0
 
 
+def _right_size(spec: Mapping[str, Any]) -> bool:
+    ladder = spec.get("ladder") or {}
+    return spec.get("partial") != "rightSize" or ladder.get("reclaim", True) is not False
+
+
 def _no_advice(alerts: Mapping[str, Any]) -> bool:
     names = alerts.get("names") or []
     labels = alerts.get("matchLabels") or {}
@@ -44,6 +54,7 @@ KNOWN: dict[str, Rule] = {
     RULE_WARN_FIRST: _warn_first,
     RULE_SELECTOR_VALUES: _selector_values,
     RULE_NO_ADVICE: _no_advice,
+    RULE_RIGHT_SIZE: _right_size,
 }
 
 

@@ -1,7 +1,8 @@
 """Structural schema validation of custom resources, as the apiextensions server does it.
 
 Defaults are applied first (an object default of ``{}`` gets its own fields' defaults),
-then types, required fields, enums, patterns, minimums and the CEL rules the fake knows
+then types, required fields, enums, patterns, minimums, lengths and counts (maxLength,
+maxItems, maxProperties) and the CEL rules the fake knows
 (cel.py) are checked; the causes use the real server's words. Unknown fields are
 dropped, unless the request asked ``fieldValidation=Strict`` (what kubectl sends): then
 they are a 400 ``strict decoding error``, as upstream.
@@ -118,6 +119,9 @@ def _scalar(schema: Schema, value: Any, path: str, out: Findings) -> bool:
         out.causes.append(
             (path, f"Invalid value: \"{value}\": {path} in body should match '{schema['pattern']}'")
         )
+    longest = schema.get("maxLength")
+    if longest is not None and isinstance(value, str) and len(value) > longest:
+        out.causes.append((path, f"Too long: may not be more than {longest} bytes"))
     minimum = schema.get("minimum")
     if minimum is not None and isinstance(value, (int, float)) and value < minimum:
         out.causes.append(
@@ -132,11 +136,21 @@ def _scalar(schema: Schema, value: Any, path: str, out: Findings) -> bool:
     return True
 
 
+def _count(schema: Schema, value: Any, path: str, out: Findings) -> None:
+    """maxItems of a list, maxProperties of a map."""
+    most = schema.get("maxItems") if isinstance(value, list) else None
+    if isinstance(value, dict):
+        most = schema.get("maxProperties")
+    if most is not None and len(value) > most:  # field.TooMany says items for both
+        out.causes.append((path, f"Too many: {len(value)}: must have at most {most} items"))
+
+
 def check(schema: Schema, value: Any, path: str, out: Findings) -> Any:
     """``value`` with unknown fields pruned; every problem goes to ``out``."""
     if not _scalar(schema, value, path, out):
         return value
     before = len(out.causes)
+    _count(schema, value, path, out)
     if isinstance(value, dict) and not schema.get("x-kubernetes-preserve-unknown-fields"):
         props = schema.get("properties") or {}
         extra = schema.get("additionalProperties")

@@ -69,8 +69,17 @@ def dev_zero(directory: Path) -> Path:
 
 
 def oversized(directory: Path) -> Path:
-    line = "# " + "x" * 77 + "\n"
-    return _write(directory, line * (MAX_FILE_BYTES // len(line) + 1))
+    return larger_than(MAX_FILE_BYTES)(directory)
+
+
+def larger_than(limit: int) -> Callable[[Path], Path]:
+    """A text file (comment lines) one line longer than ``limit`` bytes."""
+
+    def make(directory: Path) -> Path:
+        line = "# " + "x" * 77 + "\n"
+        return _write(directory, line * (limit // len(line) + 1))
+
+    return make
 
 
 def sparse_huge(directory: Path) -> Path:

@@ -82,8 +82,18 @@ def _run(args: list[str], tmp_path: Path) -> tuple[int, str, int]:
         (["guardian", "policies", "check", "{}"], nested_block),
         (["testbed.node", *SERVE, "--scenario", "{}"], billion_laughs),
         (["testbed.node", *SERVE, "--scenario", "{}"], dev_zero),
+        (["guardian", "restore", "ml/Deployment/train", "--kubeconfig", "{}"], fifo),
+        (["guardian", "status", "--state", "{}"], dev_zero),
     ],
-    ids=["rules-laughs", "config-fifo", "policies-nesting", "scenario-laughs", "scenario-zero"],
+    ids=[
+        "rules-laughs",
+        "config-fifo",
+        "policies-nesting",
+        "scenario-laughs",
+        "scenario-zero",
+        "kubeconfig-fifo",
+        "state-zero",
+    ],
 )
 def test_entry_point_exits_2_with_one_line(args: list[str], make: object, tmp_path: Path) -> None:
     assert callable(make)

@@ -1,5 +1,8 @@
 """Kubernetes credentials, loaded the standard way, and failures said in one line.
 
+The kubeconfig is read the bounded way (:mod:`guardian_common.kubeconfig`): a FIFO, a
+device, an oversized, non-UTF-8 or deeply nested file is one line naming it.
+
 Order: ``--kubeconfig`` (or ``remediation.kubeconfig``) if given; else the in-cluster
 service account when running in a pod; else ``$KUBECONFIG`` (a list of files, as
 kubectl reads it); else ``~/.kube/config``. ``--context`` picks a kubeconfig context
@@ -11,20 +14,24 @@ message names what failed.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from kubernetes import client as k8s_client
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.incluster_config import InClusterConfigLoader
-from kubernetes.config.kube_config import ENV_KUBECONFIG_PATH_SEPARATOR, new_client_from_config
+from kubernetes.config.kube_config import (
+    ENV_KUBECONFIG_PATH_SEPARATOR,
+    new_client_from_config_dict,
+)
 
 from guardian.adapters.kube.rest import Forbidden, Unavailable
-from guardian_common.errors import PermanentError
+from guardian_common.errors import ConfigError, PermanentError
+from guardian_common.kubeconfig import load_kubeconfig
 
 logger = logging.getLogger(__name__)
 
@@ -83,17 +90,19 @@ def load_api_client(credentials: KubeCredentials, *, retries: int | None = None)
     if paths is None:
         return _in_cluster(credentials, configuration)
     files = [p for p in paths.split(ENV_KUBECONFIG_PATH_SEPARATOR) if p]
-    if not any(Path(p).expanduser().exists() for p in files):
+    if not any(os.path.lexists(os.path.expanduser(p)) for p in files):
         raise KubeAccessError(f"{what}: no such file")
     try:
-        api_client = new_client_from_config(
-            config_file=paths,
+        # Read and parsed the bounded way; the client only gets the merged dict.
+        config = load_kubeconfig(files)
+        api_client = new_client_from_config_dict(
+            config,
             context=credentials.context,
             persist_config=False,
             client_configuration=configuration,
         )
-    except yaml.YAMLError as exc:
-        raise KubeAccessError(f"{what}: not valid YAML: {_one_line(exc)}") from exc
+    except ConfigError as exc:
+        raise KubeAccessError(f"{what}: {_located(exc, files)}") from None
     except (ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
         # What the client's loader raises for a file it cannot use.
         raise KubeAccessError(f"{what}: {_one_line(exc)}") from exc
@@ -114,6 +123,16 @@ def _in_cluster(credentials: KubeCredentials, configuration: Any) -> Any:
         raise KubeAccessError(f"the in-cluster service account: {_one_line(exc)}") from exc
     logger.debug("Kubernetes API %s, from the in-cluster service account", configuration.host)
     return k8s_client.ApiClient(configuration)
+
+
+def _located(exc: ConfigError, files: list[str]) -> str:
+    """``exc`` after ``what`` has named the file: its line, field and reason; the file
+    too when ``what`` lists several."""
+    if exc.path is None or [os.path.expanduser(f) for f in files] != [exc.path]:
+        return str(exc)
+    line = f"line {exc.line}: " if exc.line is not None else ""
+    field = f"{exc.field}: " if exc.field else ""
+    return f"{line}{field}{exc.reason}"
 
 
 def _one_line(exc: BaseException) -> str:

@@ -20,6 +20,7 @@ from guardian.model.policies import NOTEBOOK_STOPPED, Annotations
 from guardian.model.reclaim import ActionKind, PlannedAction, WorkloadState
 from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
 from guardian.model.times import rfc3339
+from guardian_common.errors import PermanentError
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +65,12 @@ def event_reason(step: LadderStep) -> str:
 
 def restore_command(ref: WorkloadRef) -> str:
     return f"guardian restore {ref.namespace}/{ref.kind}/{ref.name}"
+
+
+def _reclaimed_count(ws: WorkloadState) -> int:
+    """The replicas the reclaim left: 0, or what a right-size kept."""
+    kept = ws.annotations.get(Annotations.RIGHT_SIZED_TO, "")
+    return int(kept) if kept.isdigit() else 0
 
 
 def original_replicas(ws: WorkloadState) -> int | None:
@@ -134,6 +141,12 @@ class Executor:
             return "restore the workload"
         if action.step is LadderStep.CHECKPOINT:
             return "ask the workload to checkpoint before the reclaim"
+        if action.right_size is not None:
+            sized = action.right_size
+            return (
+                f"right-size {ws.ref.kind} {ws.ref.name} from {ws.replicas} to {sized.keep}, "
+                f"removing its idle pods {', '.join(sized.remove)}"
+            )
         if ws.action is ActionKind.POD:
             return "delete the bare pod"
         if ws.action in (ActionKind.SCALE, ActionKind.SCALE_SUBRESOURCE):
@@ -183,7 +196,27 @@ class Executor:
                 annotations[Annotations.ORIGINAL_MIN_REPLICAS] = str(ws.hpa.min_replicas)
         return annotations
 
+    def _right_size(self, action: PlannedAction, ws: WorkloadState, now: float) -> None:
+        """Mark the idle pods to go first, then scale to the busy count in one conditional
+        write with the record of what it was (restore scales back)."""
+        sized = action.right_size
+        if sized is None or ws.action is not ActionKind.SCALE:
+            raise PermanentError(f"{ws.ref.kind} cannot be right-sized")
+        if sized.cost is not None:
+            for pod in sized.remove:
+                cost = {Annotations.POD_DELETION_COST: str(sized.cost)}
+                path = object_path("v1", "pods", ws.ref.namespace, pod)
+                self.rest.merge_patch(path, {"metadata": {"annotations": cost}})
+        annotations = self._reclaim_annotations(action, ws, now)
+        annotations[Annotations.RIGHT_SIZED_TO] = str(sized.keep)
+        annotations[Annotations.RIGHT_SIZED_PODS] = ",".join(sized.remove)
+        meta = {"resourceVersion": ws.resource_version, "annotations": annotations}
+        self.rest.merge_patch(self._path(ws), {"metadata": meta, "spec": {"replicas": sized.keep}})
+
     def _reclaim(self, action: PlannedAction, ws: WorkloadState, now: float) -> None:
+        if action.right_size is not None:
+            self._right_size(action, ws, now)
+            return
         annotations = self._reclaim_annotations(action, ws, now)
         meta = {"resourceVersion": ws.resource_version, "annotations": annotations}
         path = self._path(ws)
@@ -243,7 +276,7 @@ class Executor:
         original = original_replicas(ws)
         path = self.reader.path(ws.ref)
         if ws.action is ActionKind.SCALE and original is not None:
-            if ws.replicas == 0:
+            if ws.replicas == _reclaimed_count(ws):
                 spec["replicas"] = original
                 done = f"scaled back to {original}"
             else:

@@ -13,7 +13,7 @@ from guardian.engine.owners import MAX_DEPTH, action_for, controller_owner
 from guardian.engine.remediation.demand import extended_requests
 from guardian.engine.remediation.evidence import gpu_resources
 from guardian.engine.remediation.pod_facts import node_state
-from guardian.model.policies import NOTEBOOK_STOPPED
+from guardian.model.policies import NOTEBOOK_STOPPED, Annotations
 from guardian.model.reclaim import (
     ActionKind,
     ClusterSnapshot,
@@ -264,6 +264,14 @@ class KubeReader:
             name, dict(meta.get("labels") or {}), dict(meta.get("annotations") or {})
         )
 
+    def namespace_uid(self, name: str) -> str | None:
+        """The Namespace's ``metadata.uid`` (kube-system's identifies the cluster)."""
+        try:
+            obj = self.rest.get(f"/api/v1/namespaces/{name}")
+        except NotFound:
+            return None
+        return str((obj.get("metadata") or {}).get("uid") or "") or None
+
     # ---------------------------------------------------------------- snapshot
     def snapshot(
         self,
@@ -342,4 +350,33 @@ def _member(pod: Obj) -> MemberPod:
         node=str((pod.get("spec") or {}).get("nodeName") or ""),
         deleting=bool(meta.get("deletionTimestamp")),
         gpus=gpu_resources(extended_requests(pod)),
+        ready=_ready(pod),
+        deletion_cost=_deletion_cost(meta.get("annotations") or {}),
+        owner=next(
+            (
+                str(o.get("name", ""))
+                for o in meta.get("ownerReferences") or ()
+                if isinstance(o, dict) and o.get("controller")
+            ),
+            "",
+        ),
     )
+
+
+def _ready(pod: Obj) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or ()
+    return any(
+        isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True"
+        for c in conditions
+    )
+
+
+def _deletion_cost(annotations: Obj) -> int | None:
+    """The pod-deletion-cost annotation as the ReplicaSet controller reads it (an int32;
+    anything else it ignores, as we do)."""
+    text = str(annotations.get(Annotations.POD_DELETION_COST, "")).strip()
+    try:
+        cost = int(text)
+    except ValueError:
+        return None
+    return cost if -(2**31) <= cost < 2**31 else None

@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry
 
 from guardian.adapters.alert_queue import NotificationQueue
 from guardian.adapters.alertmanager import AlertmanagerClient
-from guardian.adapters.http_credentials import check_tls_files
+from guardian.adapters.http_credentials import check_client_files
 from guardian.app.alertmanager.metrics import AlertmanagerMetrics
 from guardian.app.alertmanager.output import AlertmanagerOutput
 from guardian.app.alertmanager.silence_gather import SilenceGatherer
@@ -66,15 +66,15 @@ def build_alertmanager(
     registry: CollectorRegistry | None = None,
 ) -> AlertmanagerParts | None:
     """The parts for ``settings.alertmanager`` (None when unset). Raises ConfigError for a
-    TLS file that does not exist. The engine's alerts are sent only when it evaluates
-    (``alerts.source: engine``) and ``send`` is on."""
+    TLS file that does not exist or a file it cannot read. The engine's alerts are sent
+    only when it evaluates (``alerts.source: engine``) and ``send`` is on."""
     am = settings.alertmanager
     if am is None:
         return None
     clients = []
     for i, endpoint in enumerate(am.alertmanagers):
         config = endpoint.client_config()
-        check_tls_files(config, f"alertmanager.alertmanagers[{i}]")
+        check_client_files(config, f"alertmanager.alertmanagers[{i}]")
         clients.append(AlertmanagerClient(config))
     metrics = AlertmanagerMetrics(registry, capacity=am.queue_capacity)
     sends = am.send and settings.alerts.source == "engine"

@@ -7,7 +7,6 @@ Errors name the file or the variable, never the value.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 
 from guardian.adapters.slack.transport import (
     Secret,
@@ -17,6 +16,8 @@ from guardian.adapters.slack.transport import (
 )
 from guardian.app.settings.slack import SlackSettings
 from guardian_common.errors import ConfigError
+from guardian_common.files import FileReadError
+from guardian_common.files import read_secret as read_secret_file
 
 
 def read_secret(
@@ -24,14 +25,10 @@ def read_secret(
 ) -> Secret:
     """``file`` wins when set (a Kubernetes Secret mounted as a file rotates in place)."""
     if file:
-        try:
-            value = Path(file).read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise ConfigError(
-                f"cannot read the {what}: {exc.strerror or type(exc).__name__}",
-                path=file,
-                field=field,
-            ) from None
+        try:  # bounded: a FIFO, a device or a huge file is refused, never read
+            value = read_secret_file(file, f"the {what}")
+        except FileReadError as exc:
+            raise ConfigError(exc.reason, path=file, field=field) from None
         if not value:
             raise ConfigError(f"the {what} file is empty", path=file, field=field)
         return Secret(value)

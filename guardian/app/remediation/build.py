@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from guardian.adapters.cluster_check import MisconfigurationStore
 from guardian.adapters.kube.credentials import KubeCredentials, load_api_client
 from guardian.adapters.kube.episode_store import EpisodeStore
 from guardian.adapters.kube.executor import Executor
@@ -26,7 +27,14 @@ from guardian.adapters.kube.rest import KubeRest
 from guardian.adapters.ledger import Ledger
 from guardian.adapters.refused_alerts import RefusedAlertStore
 from guardian.adapters.sqlite_db import Database
-from guardian.app.remediation.clusters import ClusterFilter, SourceClusters, alerts_only
+from guardian.app.remediation.clusters import (
+    ClusterFilter,
+    SourceClusters,
+    SourceIdentities,
+    UidCheck,
+    alerts_only,
+    no_identities,
+)
 from guardian.app.remediation.journal import EpisodeJournal
 from guardian.app.remediation.leader import LeaseElector, LeaseTiming
 from guardian.app.remediation.loop import LoopParts, LoopSettings, LoopSource, RemediationLoop
@@ -34,10 +42,12 @@ from guardian.app.remediation.metrics import RemediationMetrics
 from guardian.app.remediation.pending_pods import PendingPods
 from guardian.app.remediation.policy_files import load_policies
 from guardian.app.remediation.policy_objects import PolicyObjects
+from guardian.app.remediation.step_runner import WriteClock
 from guardian.app.rules.runtime import RuleEngine
 from guardian.app.settings.config_file import load_settings
 from guardian.app.settings.remediation import RemediationSettings
 from guardian.engine.remediation import PlannerSettings, is_pipeline
+from guardian.engine.remediation.cluster_uid import UID_NAMESPACE
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.engine.rules.lookback import lookback_seconds
 from guardian.model.alerts import AlertState
@@ -172,6 +182,7 @@ class EngineSide:
     alerts: Callable[[], Sequence[FiringAlert]]
     pipeline_groups: Sequence[str] = ()
     ready: Callable[[], bool] = lambda: True
+    wall_clock: Callable[[], float] | None = None  # a step's time is its write's
 
 
 @dataclass(frozen=True)
@@ -184,6 +195,25 @@ class ClusterAccess:
     env: Mapping[str, str] | None = None
     default_cluster: str = ""
     source_clusters: SourceClusters | None = None
+    source_identities: SourceIdentities | None = None  # which exporter reports which UID
+
+
+def _cluster_filter(
+    cluster: str, access: ClusterAccess, db: Database, rest: KubeRest, metrics: RemediationMetrics
+) -> ClusterFilter:
+    """The loop's cluster filter; this cluster's UID is read through ``rest``."""
+    uids = UidCheck(
+        access.source_identities or no_identities,
+        lambda: KubeReader(rest).namespace_uid(UID_NAMESPACE),
+        MisconfigurationStore.attach(db),
+    )
+    return ClusterFilter(
+        cluster,
+        access.source_clusters or alerts_only,
+        RefusedAlertStore.attach(db),
+        metrics,
+        uids,
+    )
 
 
 def build_remediation(
@@ -201,12 +231,8 @@ def build_remediation(
     rest = KubeRest(api_client, timeout=settings.api_timeout)
     metrics = metrics or RemediationMetrics()
     ledger = Ledger.attach(db)
-    clusters = ClusterFilter(
-        settings.cluster or access.default_cluster,
-        access.source_clusters or alerts_only,
-        RefusedAlertStore.attach(db),
-        metrics,
-    )
+    cluster = settings.cluster or access.default_cluster
+    clusters = _cluster_filter(cluster, access, db, rest, metrics)
     identity = settings.leader_election.identity or default_identity()
     # Which replica made a call, in the API server's audit log.
     rest.api_client.user_agent = f"gpu-guardian/{identity}"
@@ -224,6 +250,7 @@ def build_remediation(
             _planner(settings, engine.pipeline_groups),
             settings.controller_namespace,
             settings.cycle_interval,
+            WriteClock(engine.wall_clock, max(settings.cycle_interval, 60.0)),
         ),
         metrics,
     )

@@ -212,7 +212,7 @@ class EpisodeJournal:
         def change(rec: SharedEpisode | None) -> SharedEpisode | None:
             if rec is None or not _news(rec, wait):
                 return rec
-            return _noted(rec, wait, now)
+            return with_wait(rec, wait, now)
 
         try:
             self.store.update(wait.episode, change, now)
@@ -232,8 +232,9 @@ class EpisodeJournal:
         def change(rec: SharedEpisode | None) -> SharedEpisode | None:
             if rec is None or rec.outage is None or rec.outage.resumed_at is not None:
                 return rec
-            ended = Outage(rec.outage.since, now)
-            return replace(rec, outage=ended, hold=None, planned="", updated_at=now)
+            ended = replace(rec, outage=Outage(rec.outage.since, now), updated_at=now)
+            # What was said during the outage no longer holds; what was said since does.
+            return replace(ended, hold=None, planned="") if rec.hold is HoldKind.OUTAGE else ended
 
         self.store.update(episode, change, now)
         return cur
@@ -313,7 +314,9 @@ def _news(rec: SharedEpisode, wait: Wait) -> bool:
     return (rec.planned, rec.hold) != (wait.reason, wait.kind)
 
 
-def _noted(rec: SharedEpisode, wait: Wait, now: float) -> SharedEpisode:
+def with_wait(rec: SharedEpisode, wait: Wait, now: float) -> SharedEpisode:
+    """The record once ``wait`` is said: what it waits for, and why (and, when it is a
+    pending step, the next step and its due time; for an outage, since when)."""
     new = replace(rec, planned=wait.reason, hold=wait.kind, updated_at=now)
     if wait.kind is HoldKind.OUTAGE:
         return replace(new, outage=Outage(now))

@@ -21,7 +21,7 @@ import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 from guardian.adapters.kube.executor import PARTLY_IDLE_EVENT, Executor
@@ -36,7 +36,7 @@ from guardian.app.remediation.pending_pods import PendingPods
 from guardian.app.remediation.policy_objects import PolicyObjects
 from guardian.app.remediation.reconcile import Reconciler
 from guardian.app.remediation.recording import StepRecorder
-from guardian.app.remediation.step_runner import Ready, StepRunner
+from guardian.app.remediation.step_runner import Ready, StepRunner, WriteClock
 from guardian.engine.remediation import Cycle, PlannerSettings, is_pipeline, plan
 from guardian.engine.remediation.guards import group_health
 from guardian.engine.remediation.scope import check_pods
@@ -94,6 +94,7 @@ class LoopSettings:
     planner: PlannerSettings
     controller_namespace: str
     cycle_interval: float = 60.0  # evaluation time between two cycles
+    write_clock: WriteClock = field(default_factory=WriteClock)  # a step's time: its write's
 
 
 class RemediationLoop:
@@ -113,6 +114,7 @@ class RemediationLoop:
         self.planner = settings.planner
         self.controller_namespace = settings.controller_namespace
         self.cycle_interval = settings.cycle_interval
+        self.write_clock = settings.write_clock
         self.metrics = metrics or RemediationMetrics()
         self.is_leader = source.is_leader
         self.journal = journal = parts.journal
@@ -133,7 +135,7 @@ class RemediationLoop:
     @property
     def steps(self) -> StepRunner:
         """How a step is applied (``guardian restore`` goes the same way)."""
-        return StepRunner(self.executor, self.recorder)
+        return StepRunner(self.executor, self.recorder, self.write_clock)
 
     # ---------------------------------------------------------------- entry points
     def on_evaluation(self, evaluation: GroupEvaluation) -> None:
@@ -214,6 +216,9 @@ class RemediationLoop:
                 self.executor.events.record(
                     ws, PARTLY_IDLE_EVENT, wait.reason, episode=wait.episode, now=now
                 )
+
+    def journal_view(self, now: float) -> LedgerView:
+        return self._view(now)
 
     def _view(self, now: float) -> LedgerView:
         """Past steps: the shared state's on a leader with a journal, else the ledger's."""

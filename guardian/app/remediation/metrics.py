@@ -36,6 +36,12 @@ class RemediationMetrics:
             ["reason"],
             registry=self.registry,
         )
+        self.cluster_misconfigured = Gauge(
+            "guardian_remediation_cluster_misconfigured",
+            "1: the configured cluster name contradicts the cluster UIDs the source's "
+            "exporters report (guardian status says how).",
+            registry=self.registry,
+        )
         self.cycles = Counter(
             "guardian_remediation_cycles_total", "Planner cycles run.", registry=self.registry
         )

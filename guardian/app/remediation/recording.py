@@ -98,27 +98,24 @@ class StepRecorder:
         )
 
     def waits(self, waits: Sequence[Wait], now: float) -> None:
-        """Refusals and pending steps, each recorded once until what it says changes, once
-        per episode whichever leader recorded it; a hold for lack of evidence once per
-        outage. Then each held episode whose evidence is back resumes, said once."""
+        """First each episode held for lack of evidence whose evidence is back resumes,
+        said once. Then refusals and pending steps, each recorded once until what it says
+        changes, once per episode whichever leader recorded it; a hold for lack of
+        evidence once per outage."""
         refused = 0
-        outage: set[str] = set()
+        self._resume({w.episode for w in waits if w.kind is HoldKind.OUTAGE}, now)
         for wait in waits:
             if wait.workload is None:
                 logger.info("waiting: %s", wait.reason)
                 continue
             refused += wait.refused
-            if wait.kind is HoldKind.OUTAGE:
-                outage.add(wait.episode)
-            elif not wait.refused and wait.next_step is None:
+            if wait.kind is not HoldKind.OUTAGE and not wait.refused and wait.next_step is None:
                 continue
             if not self._news(wait, now):
                 continue
-            self.record(
-                _wait_event(wait, wait.workload, now), dedupe=wait.kind is not HoldKind.OUTAGE
-            )
+            outage = wait.kind is HoldKind.OUTAGE
+            self.record(_wait_event(wait, wait.workload, now), dedupe=not outage)
         self.metrics.waits.set(refused)
-        self._resume(outage, now)
 
     def _news(self, wait: Wait, now: float) -> bool:
         """Whether ``wait`` says something not said yet in its episode: the shared record
@@ -182,7 +179,7 @@ def _resume_event(
 ) -> RemediationEvent:
     why = (
         f"resumed: its evidence is back (held {format_duration(now - since)} since "
-        f"{rfc3339(since)}); a reclaim waits for one more evaluation"
+        f"{rfc3339(since)})"
     )
     return RemediationEvent(
         held.episode,

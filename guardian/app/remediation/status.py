@@ -19,10 +19,12 @@ from typing import Any
 from guardian.adapters.kube.executor import restore_command
 from guardian.adapters.ledger import EpisodeState, Ledger
 from guardian.adapters.refused_alerts import RefusedAlertStore
+from guardian.app.remediation.clusters import misconfigured_status
 from guardian.engine.remediation.guards import cluster_wide_why, is_pipeline
-from guardian.model.labels import LabelSet
+from guardian.model.labels import LabelSet, node_of
 from guardian.model.reclaim import FiringAlert
 from guardian.model.remediation_events import (
+    HoldKind,
     LadderStep,
     RemediationEvent,
     StepOutcome,
@@ -40,6 +42,8 @@ class StatusReport:
     reclaimed: list[dict[str, Any]] = field(default_factory=list)
     refused: list[dict[str, Any]] = field(default_factory=list)
     holds: list[dict[str, Any]] = field(default_factory=list)
+    misconfigured: list[dict[str, Any]] = field(default_factory=list)  # clusters.py
+    gave_up: list[dict[str, Any]] = field(default_factory=list)  # checkpoint never acknowledged
     live: dict[str, Any] | None = None  # read from the cluster; None: not asked for
     reclaimed_refs: list[WorkloadRef] = field(default_factory=list)  # as ``reclaimed``
 
@@ -50,6 +54,8 @@ class StatusReport:
             "reclaimed": self.reclaimed,
             "refused": self.refused,
             "holds": self.holds,
+            "misconfigured": self.misconfigured,
+            "gave_up": self.gave_up,
         }
         if self.live is not None:
             out["live"] = self.live
@@ -71,12 +77,18 @@ class StatusReport:
                 out.append(f"    {h['why']}")
         out.append(f"Pending ladder steps ({len(self.pending)}):")
         for p in self.pending:
-            due = f"due {p['due']}" if p["due"] else "next cycle"
             mode = " (dry-run)" if p["dry_run"] else ""
             out.append(
-                f"  {p['workload']:<48} next {p['next_step']:<8} {due}  policy {p['policy']}"
-                f"{mode}  last: {p['last']}"
+                f"  {p['workload']:<48} next {p['next_step']:<8} {p['when']}  policy "
+                f"{p['policy']}{mode}  last: {p['last']}"
             )
+            if p["why"]:
+                out.append(f"    waits for {p['waiting_for']}: {p['why']}")
+        out.append(f"Given up ({len(self.gave_up)}):")
+        out.extend(f"  {g['workload']:<48} policy {g['policy']}: {g['why']}" for g in self.gave_up)
+        if self.misconfigured:
+            out.append(f"Cluster misconfiguration ({len(self.misconfigured)}):")
+            out += [f"  since {m['since']}: {m['reason']}" for m in self.misconfigured]
         out.append(f"Alerts refused by the last cycle ({len(self.refused)}):")
         for r in self.refused:
             labels = r["labels"]
@@ -129,7 +141,7 @@ def _holds(alerts: list[dict[str, Any]]) -> list[dict[str, Any]]:
         labels = a["labels"]
         if not is_pipeline(labels):
             continue
-        node = labels.get("node", "")
+        node = node_of(labels)
         cluster = labels.get("cluster", "")
         where = f" in cluster {cluster}" if cluster else ""
         problem = FiringAlert(LabelSet(labels), 0.0, a["state"] == "firing")
@@ -163,6 +175,64 @@ def _refused(ledger: Ledger) -> list[dict[str, Any]]:
     ]
 
 
+@dataclass(frozen=True)
+class Pending:
+    """An open episode's next step, and what the controller waits for before it."""
+
+    next_step: LadderStep | None
+    due: float | None
+    hold: HoldKind | None = None
+    why: str = ""
+
+    def when(self) -> str:
+        """When the next step can come, in the words of what it waits for."""
+        due = rfc3339(self.due) if self.due else None
+        kind = self.hold
+        if kind is HoldKind.DEMAND:
+            return "when a Pending pod could use its GPUs"
+        if kind is HoldKind.OUTAGE:
+            return "when its evidence is back"
+        if kind is HoldKind.EVIDENCE:
+            return "when all of it is idle"
+        if kind is HoldKind.CHECKPOINT and due:
+            return f"on acknowledgement, at the latest {due} (checkpoint deadline)"
+        if kind is HoldKind.WINDOW and due:
+            return f"when the active window opens at {due}"
+        if kind is HoldKind.RESUMING:
+            return f"proving the idle window until {due}" if due else "after one more evaluation"
+        return f"due {due}" if due else "next cycle"
+
+    def fields(self) -> dict[str, Any]:
+        return {
+            "next_step": self.next_step.value if self.next_step else "notify",
+            "due": rfc3339(self.due) if self.due else None,
+            "waiting_for": self.hold.value if self.hold else None,
+            "why": self.why,
+            "when": self.when(),
+        }
+
+
+def _pending_from(events: list[RemediationEvent]) -> Pending:
+    """The last recorded wait (with what it waits for) or planned step, from the ledger."""
+    for e in reversed(events):
+        if e.step is LadderStep.RESUME:
+            continue
+        if e.hold is not None and e.hold not in (HoldKind.GUARD, HoldKind.STEP):
+            nxt = e.next_step if e.hold is not HoldKind.OUTAGE else _next_planned(events)
+            return Pending(nxt, e.next_step_due, e.hold, e.reason)
+        if e.next_step is not None:
+            return Pending(e.next_step, e.next_step_due)
+    return Pending(None, None)
+
+
+def _next_planned(events: list[RemediationEvent]) -> LadderStep | None:
+    return next((e.next_step for e in reversed(events) if e.next_step is not None), None)
+
+
+def _gave_up(workload: str, episode: str, policy: str, why: str) -> dict[str, Any]:
+    return {"workload": workload, "episode": episode, "policy": policy, "why": why}
+
+
 def _last(events: list[RemediationEvent]) -> RemediationEvent | None:
     return events[-1] if events else None
 
@@ -181,14 +251,16 @@ def shared_status(episodes: Sequence[SharedEpisode], alerts: list[dict[str, Any]
     """The report from the shared episodes (and ``alerts`` as this replica's engine has them)."""
     report = StatusReport(alerts=alerts, holds=_holds(alerts))
     for e in episodes:
-        if e.state is EpisodeState.OPEN:
+        if e.state is EpisodeState.OPEN and e.hold is HoldKind.GAVE_UP:
+            report.gave_up.append(_gave_up(str(e.workload), e.episode, e.policy, e.planned))
+        elif e.state is EpisodeState.OPEN:
+            row = Pending(e.next_step, e.next_step_due, e.hold, e.planned)
             report.pending.append(
                 {
                     "workload": str(e.workload),
                     "episode": e.episode,
                     "policy": e.policy,
-                    "next_step": e.next_step.value if e.next_step else "notify",
-                    "due": rfc3339(e.next_step_due) if e.next_step_due else None,
+                    **row.fields(),
                     "dry_run": any(m.outcome is StepOutcome.DRY_RUN for m in e.steps),
                     "last": _last_mark(e),
                 }
@@ -215,20 +287,26 @@ def build_status(ledger: Ledger, episodes: Sequence[SharedEpisode] | None = None
     if episodes is not None:
         report = shared_status(episodes, alerts)
         report.refused = _refused(ledger)
+        report.misconfigured = misconfigured_status(ledger.db)
         return report
     report = StatusReport(alerts=alerts, refused=_refused(ledger), holds=_holds(alerts))
+    report.misconfigured = misconfigured_status(ledger.db)
     for episode in ledger.episodes(EpisodeState.OPEN):
         events = ledger.events_for([episode.episode])
         last = _last(events)
-        planned = [e for e in events if e.next_step is not None]
-        nxt = planned[-1] if planned else None
+        row = _pending_from(events)
+        if row.hold is HoldKind.GAVE_UP:
+            why = row.why
+            report.gave_up.append(
+                _gave_up(str(episode.workload), episode.episode, episode.policy, why)
+            )
+            continue
         report.pending.append(
             {
                 "workload": str(episode.workload),
                 "episode": episode.episode,
                 "policy": episode.policy,
-                "next_step": (nxt.next_step.value if nxt and nxt.next_step else "notify"),
-                "due": rfc3339(nxt.next_step_due) if nxt and nxt.next_step_due else None,
+                **row.fields(),
                 "dry_run": any(e.outcome is StepOutcome.DRY_RUN for e in events),
                 "last": f"{last.step.value} {last.outcome.value}: {last.reason}" if last else "-",
             }

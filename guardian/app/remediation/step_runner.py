@@ -42,18 +42,40 @@ class StepReport:
         return self.result
 
 
+@dataclass(frozen=True)
+class WriteClock:
+    """When a step's write is made: the wall clock, read just before it (after the
+    re-check, while the fence holds), so that the ledger, the shared state and the
+    annotations say when it happened, not the cycle's slot. A slot further from the
+    wall clock than ``max_skew`` is a replay or a test: the slot stands."""
+
+    wall: Callable[[], float] | None = None
+    max_skew: float = 60.0
+
+    def at(self, slot: float) -> float:
+        if self.wall is None:
+            return slot
+        now = self.wall()
+        return now if 0.0 <= now - slot <= self.max_skew else slot
+
+
 class StepRunner:
-    def __init__(self, executor: Executor, recorder: StepRecorder) -> None:
+    def __init__(
+        self, executor: Executor, recorder: StepRecorder, clock: WriteClock = WriteClock()
+    ) -> None:
         self.executor = executor
         self.recorder = recorder
+        self.clock = clock
 
-    def run(self, check: Check, now: float) -> StepReport:
+    def run(self, check: Check, slot: float) -> StepReport:
         action: PlannedAction | None = None
+        now = slot
         for _attempt in range(MAX_CONFLICT_RETRIES):
             ready = check()
             if ready is None:
                 return StepReport()
             action, ws = ready
+            now = self.clock.at(slot)
             try:
                 result = self.executor.apply(action, ws, now)
             except Conflict as exc:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from guardian.adapters.alert_store import AlertStore
-from guardian.adapters.http_credentials import check_tls_files
+from guardian.adapters.http_credentials import check_client_files
 from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
 from guardian.adapters.prometheus_rules import PrometheusRulesReader
 from guardian.adapters.remote_write import RemoteWriteClient
@@ -65,10 +65,11 @@ def query_sharding(
 
 
 def remote_write_client(rw: RemoteWriteSettings) -> RemoteWriteClient:
-    """The client for ``rw``. Raises ConfigError if a TLS file is missing: remote write
-    runs after evaluations, so a typo would otherwise only show in the logs."""
+    """The client for ``rw``. Raises ConfigError if a TLS file is missing or a file is not
+    one it can read: remote write runs after evaluations, so a typo would otherwise only
+    show in the logs."""
     config = rw.client_config()
-    check_tls_files(config, "remote_write")
+    check_client_files(config, "remote_write")
     return RemoteWriteClient(config)
 
 
@@ -79,7 +80,7 @@ def ruler_source(settings: Settings) -> RulerSource | None:
         return None
     endpoint = settings.alerts.ruler or settings.prometheus
     config = endpoint.client_config()
-    check_tls_files(config, "alerts.ruler" if settings.alerts.ruler else "prometheus")
+    check_client_files(config, "alerts.ruler" if settings.alerts.ruler else "prometheus")
     return RulerSource(PrometheusRulesReader(config))
 
 

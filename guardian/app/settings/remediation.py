@@ -6,13 +6,18 @@ Safe by default: disabled, and dry-run even when enabled, so that a policy in
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from guardian_common.config_types import Bool, ConfigPath, Duration, Int, StrictModel
 from guardian_common.durations import format_duration
 
 # client-go's leaderelection.JitterFactor: a retry waits up to 1.2 retry periods.
 JITTER_FACTOR = 1.2
+MAX_LEASE_SECONDS = 86_400
+"""1d: far beyond any useful takeover time, and far inside the Lease's
+``leaseDurationSeconds``, an int32 the API server refuses beyond 2147483647."""
+MIN_RETRY_PERIOD = 1.0
+"""1s: each retry is a Lease write; client-go's default is 2s."""
 
 
 class LeaderElectionSettings(StrictModel):
@@ -28,11 +33,33 @@ class LeaderElectionSettings(StrictModel):
     identity: str | None = None
     """This replica's holder identity; unset: hostname and pid, unique per process."""
     lease_duration: Duration = 15.0
-    """Seconds another replica waits after the last renewal before taking over (15s)."""
+    """Seconds another replica waits after the last renewal before taking over (15s);
+    whole seconds, at most 1d."""
     renew_deadline: Duration = 10.0
-    """Seconds the leader keeps trying to renew before it stops acting (10s)."""
+    """Seconds the leader keeps trying to renew before it stops acting (10s); shorter
+    than ``lease_duration``."""
     retry_period: Duration = 2.0
-    """Seconds between attempts to acquire or renew (2s)."""
+    """Seconds between attempts to acquire or renew (2s); at least 1s."""
+
+    @field_validator("lease_duration")
+    @classmethod
+    def _fits_the_lease(cls, seconds: float) -> float:
+        if seconds > MAX_LEASE_SECONDS:
+            raise ValueError(
+                f"must be at most {format_duration(MAX_LEASE_SECONDS)} (the Lease holds "
+                f"seconds as an int32), got {format_duration(seconds)}"
+            )
+        return seconds
+
+    @field_validator("retry_period")
+    @classmethod
+    def _not_too_often(cls, seconds: float) -> float:
+        if seconds < MIN_RETRY_PERIOD:
+            raise ValueError(
+                f"must be at least {format_duration(MIN_RETRY_PERIOD)} (every retry writes "
+                f"the Lease), got {format_duration(seconds)}"
+            )
+        return seconds
 
     @model_validator(mode="after")
     def _timing(self) -> LeaderElectionSettings:

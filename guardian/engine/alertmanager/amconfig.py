@@ -5,8 +5,9 @@ alerts, as a plain config (``amtool check-config`` accepts it) or as a prometheu
 - **Route**: one branch per ``guardian_class`` (``reclaimable``: waste alerts,
   ``rightsize``: right-sizing advice, ``pipeline``: the metrics pipeline's health,
   ``violation``: GPU use without a request, ``coverage``: devices whose idleness cannot
-  be judged), and under it one per ``severity``, each to its own receiver (empty
-  receivers, named ``<prefix>-<class>-<severity>``, to fill in).
+  be judged), and under it one per ``severity``, each to its own receiver (named
+  ``<prefix>-<class>-<severity>``): empty, to fill in, or with the Slack, PagerDuty and
+  webhook integrations of ``receivers.py``.
 - **Inhibition**: a pipeline alert about a node inhibits the alerts read from that node's
   exporter data, waste, advice, violation and coverage alike
   (``equal: [cluster, node]``); one that names no node inhibits them in its whole
@@ -19,10 +20,17 @@ alerts, as a plain config (``amtool check-config`` accepts it) or as a prometheu
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from guardian.engine.alertmanager.receivers import (
+    Receivers,
+    check_receivers,
+    integrations,
+    page_selectors,
+)
 from guardian.model.rules import AlertingRule
+from guardian_common.errors import ConfigError
 
 CLASS_LABEL = "guardian_class"
 SEVERITY_LABEL = "severity"
@@ -37,6 +45,7 @@ INHIBITED = (WASTE, ADVICE, "violation", "coverage")
 class AmConfigOptions:
     receiver_prefix: str = "gpu-guardian"
     group_by: tuple[str, ...] = ("alertname", "cluster", CLASS_LABEL, SEVERITY_LABEL)
+    receivers: Receivers = field(default_factory=Receivers)  # none: left empty
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,8 @@ class RouteNode:
     receiver: str
     matchers: tuple[Matcher, ...] = ()
     routes: tuple[RouteNode, ...] = ()
+    cls: str = ""  # the guardian_class it routes ("" for the root)
+    severity: str = ""  # the severity it routes ("" for the root and a class's fallback)
 
 
 def classes(rules: Iterable[AlertingRule]) -> dict[str, list[str]]:
@@ -89,9 +100,15 @@ def routes(rules: Iterable[AlertingRule], options: AmConfigOptions) -> RouteNode
             f"{prefix}-{cls}",
             (Matcher(CLASS_LABEL, "=", cls),),
             tuple(
-                RouteNode(f"{prefix}-{cls}-{sev}", (Matcher(SEVERITY_LABEL, "=", sev),))
+                RouteNode(
+                    f"{prefix}-{cls}-{sev}",
+                    (Matcher(SEVERITY_LABEL, "=", sev),),
+                    cls=cls,
+                    severity=sev,
+                )
                 for sev in severities
             ),
+            cls=cls,
         )
         for cls, severities in classes(rules).items()
     )
@@ -111,8 +128,21 @@ def inhibitions() -> tuple[Inhibition, ...]:
     )
 
 
-def _receivers(node: RouteNode) -> list[str]:
-    return [node.receiver, *(name for child in node.routes for name in _receivers(child))]
+def _receivers(node: RouteNode) -> list[RouteNode]:
+    return [node, *(found for child in node.routes for found in _receivers(child))]
+
+
+def _plain_receivers(
+    root: RouteNode, rules: Iterable[AlertingRule], receivers: Receivers
+) -> list[dict[str, Any]]:
+    """Every receiver the routes name, with the integrations ``receivers`` gives it."""
+    found = classes(rules)
+    check_receivers(receivers, found)
+    pages = page_selectors(receivers, found)
+    return [
+        {"name": node.receiver, **integrations(receivers, pages, node.cls, node.severity)}
+        for node in _receivers(root)
+    ]
 
 
 def _plain_route(node: RouteNode) -> dict[str, Any]:
@@ -125,7 +155,9 @@ def _plain_route(node: RouteNode) -> dict[str, Any]:
 
 
 def alertmanager_config(rules: Iterable[AlertingRule], options: AmConfigOptions) -> dict[str, Any]:
-    """The plain Alertmanager configuration (``alertmanager.yml``)."""
+    """The plain Alertmanager configuration (``alertmanager.yml``). ConfigError for
+    ``options.receivers`` that ``check_receivers`` refuses."""
+    rules = list(rules)
     root = routes(rules, options)
     route = {"receiver": root.receiver, "group_by": list(options.group_by)}
     route.update(_plain_route(root))
@@ -140,7 +172,7 @@ def alertmanager_config(rules: Iterable[AlertingRule], options: AmConfigOptions)
         inhibit.append(item)
     return {
         "route": route,
-        "receivers": [{"name": name} for name in _receivers(root)],
+        "receivers": _plain_receivers(root, rules, options.receivers),
         "inhibit_rules": inhibit,
     }
 
@@ -164,7 +196,15 @@ def alertmanager_config_resource(
 ) -> dict[str, Any]:
     """The same as a prometheus-operator ``AlertmanagerConfig``. The operator adds a
     ``namespace`` matcher to its route and inhibit rules unless the Alertmanager resource
-    sets ``alertmanagerConfigMatcherStrategy: {type: None}`` (see docs/alertmanager.md)."""
+    sets ``alertmanagerConfigMatcherStrategy: {type: None}`` (see docs/alertmanager.md).
+    Its receivers are left empty: the resource takes Secret references, not files, so
+    ``options.receivers`` is a ConfigError."""
+    if options.receivers.any():
+        raise ConfigError(
+            "the receiver flags write file paths for alertmanager.yml; an "
+            "AlertmanagerConfig takes Secret references: fill in its receivers",
+            field="--format alertmanagerconfig",
+        )
     root = routes(rules, options)
     route = {"receiver": root.receiver, "groupBy": list(options.group_by)}
     route.update(_resource_route(root))
@@ -188,7 +228,7 @@ def alertmanager_config_resource(
         "metadata": metadata,
         "spec": {
             "route": route,
-            "receivers": [{"name": n} for n in _receivers(root)],
+            "receivers": [{"name": node.receiver} for node in _receivers(root)],
             "inhibitRules": inhibit,
         },
     }

@@ -39,6 +39,7 @@ from guardian.model.notifications import (
     UsageEvidence,
 )
 from guardian.model.remediation_events import (
+    HoldKind,
     LadderStep,
     RemediationEvent,
     StepOutcome,
@@ -305,7 +306,7 @@ def apply_remediation(
     due = e.next_step_due if e.next_step is not None else None
     why = f": {e.reason}" if e.reason else ""
     mentions: tuple[str, ...] = ()
-    if e.step in _BETWEEN:  # held, resumed, gave up: the reason says it all
+    if e.step in _BETWEEN or e.hold is HoldKind.EVIDENCE:  # the reason says it all
         text = f"{e.reason[:1].upper()}{e.reason[1:]}."
     elif e.outcome is StepOutcome.APPLIED or e.outcome is StepOutcome.PLANNED:
         if e.step is LadderStep.GRACE:

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from guardian.engine.promtest.notation import (
+    MAX_SAMPLES,
     STALE,
     NotationError,
     Point,
@@ -21,11 +22,13 @@ from guardian.engine.promtest.notation import (
     parse_metric,
     parse_values,
 )
-from guardian_common.durations import parse_duration_ms
+from guardian_common.durations import format_duration, parse_duration_ms
 from guardian_common.errors import ConfigError, ConfigErrors
 from guardian_common.yamldoc import MergeOrder, Path, YamlDocument, mapping_pairs, parse_yaml
 
 DEFAULT_EVALUATION_INTERVAL_MS = 60_000
+MAX_EVAL_STEPS = 1_000_000
+"""Evaluations of one test group: two years at the default 1m interval."""
 # promtool decodes test files with yaml.v2: with merge keys, what comes later wins.
 MERGE_ORDER: MergeOrder = "document"
 
@@ -138,6 +141,7 @@ class _Reader:
         self.doc = doc
         self.raw = raw
         self.errors: list[ConfigError] = []
+        self.samples_left = MAX_SAMPLES  # of the input series of the group being read
 
     def fail(self, message: str, path: Path) -> None:
         self.errors.append(self.doc.error(message, path))
@@ -211,10 +215,12 @@ def _series(reader: _Reader, raw: Any, path: Path) -> InputSeries | None:
     try:
         # An empty label value is the same as no label in the database.
         labels = {k: v for k, v in parse_metric(text).items() if v} if text else {}
-        points = tuple(parse_values(reader.text(data.get("values"), (*path, "values"))))
+        values = reader.text(data.get("values"), (*path, "values"))
+        points = tuple(parse_values(values, reader.samples_left))
     except NotationError as exc:
         reader.fail(str(exc), path)
         return None
+    reader.samples_left -= len(points)
     return InputSeries(labels, points, reader.line(path)) if text else None
 
 
@@ -298,6 +304,7 @@ def _group(reader: _Reader, raw: Any, path: Path) -> TestGroup:
     # promtool 2.42 does not default `interval` (2.49 defaults it to evaluation_interval):
     # omitted, it is 0 and every input series loads as one sample at 0s.
     interval = reader.duration_ms(data.get("interval"), (*path, "interval"), 0)
+    reader.samples_left = MAX_SAMPLES
     series = [
         _series(reader, item, (*path, "input_series", i))
         for i, item in enumerate(reader.items(data.get("input_series"), (*path, "input_series")))
@@ -358,6 +365,21 @@ def parse_test_file(text: str, source: str) -> UnitTestFile:
         _group(reader, item, ("tests", i))
         for i, item in enumerate(reader.items(top.get("tests"), ("tests",)))
     )
+    for i, group in enumerate(tests):
+        _check_steps(reader, group, interval, ("tests", i))
     if reader.errors:
         raise ConfigErrors(reader.errors)
     return UnitTestFile(source, tuple(rule_files), interval, tuple(order), tests)
+
+
+def _check_steps(reader: _Reader, group: TestGroup, interval_ms: int, path: Path) -> None:
+    """A group is evaluated every ``evaluation_interval`` up to its last ``eval_time``:
+    at most MAX_EVAL_STEPS times, so a typo cannot start years of evaluations."""
+    steps = group.max_eval_time_ms // interval_ms + 1
+    if steps > MAX_EVAL_STEPS:
+        reader.fail(
+            f"an eval_time of {format_duration(group.max_eval_time_ms / 1000)} at an "
+            f"evaluation_interval of {format_duration(interval_ms / 1000)} needs {steps} "
+            f"evaluations; at most {MAX_EVAL_STEPS} are allowed",
+            path,
+        )

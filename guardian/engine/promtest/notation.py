@@ -47,10 +47,18 @@ def _number(text: str) -> float:
         raise NotationError(f"bad number or duration syntax: {text!r}") from exc
 
 
-def parse_values(text: str) -> list[Point]:
-    """Expand a ``values`` string into one point per sample interval."""
+MAX_SAMPLES = 1_000_000
+"""Points one ``values`` string may expand to (also the most all input series of a test
+group may have together): two years at a 1m interval. ``0+1x100000000`` would otherwise
+take gigabytes before anything is checked."""
+
+
+def parse_values(text: str, limit: int = MAX_SAMPLES) -> list[Point]:
+    """Expand a ``values`` string into one point per sample interval. Raises
+    NotationError, before expanding, for an item that would go beyond ``limit`` points."""
     out: list[Point] = []
     for item in str(text).split():
+        _check_room(item, len(out), limit)
         match = _ITEM.match(item)
         if match is None:
             raise NotationError(
@@ -80,6 +88,20 @@ def parse_values(text: str) -> list[Point]:
                 value += step
                 out.append(value)
     return out
+
+
+def _check_room(item: str, have: int, limit: int) -> None:
+    """Refuse ``item`` when its points would take the sequence beyond ``limit``."""
+    match = _ITEM.match(item)
+    if match is None:
+        return  # parse_values says what is wrong with it
+    times = match["blank_times"] if match["blank"] else match["times"]
+    count = 1 if times is None else int(times) + (0 if match["blank"] else 1)
+    if have + count > limit:
+        raise NotationError(
+            f"the input series of a test group may have at most {MAX_SAMPLES} samples "
+            f"together; {item!r} goes beyond"
+        )
 
 
 # ----------------------------------------------------------------- label sets

@@ -3,13 +3,34 @@ from it, each with its policy, episode and alert labels, and timed by its window
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from guardian.engine.remediation.gates import window_state
 from guardian.model.policies import HpaPolicy, ReclaimPolicy
-from guardian.model.reclaim import ActionKind, FiringAlert, PlannedAction, Wait, WorkloadState
+from guardian.model.reclaim import (
+    ActionKind,
+    Check,
+    FiringAlert,
+    PlannedAction,
+    Wait,
+    WorkloadState,
+)
 from guardian.model.remediation_events import HoldKind, LadderStep
 from guardian.model.times import rfc3339
+
+# The gate a wait of each kind stops at, as ``guardian explain`` names it.
+GATES = {
+    HoldKind.GRACE: "grace period",
+    HoldKind.WINDOW: "active windows",
+    HoldKind.DEMAND: "demand",
+    HoldKind.CHECKPOINT: "checkpoint",
+    HoldKind.GAVE_UP: "checkpoint",
+    HoldKind.EVIDENCE: "whole workload",
+    HoldKind.OUTAGE: "evidence health",
+    HoldKind.RESUMING: "evidence health",
+    HoldKind.GUARD: "guards",
+    HoldKind.STEP: "ladder",
+}
 
 
 @dataclass(frozen=True)
@@ -23,11 +44,17 @@ class Candidate:
     dry_run: bool
     parent: ReclaimPolicy | None = None  # the cluster policy a team's policy narrows
     matched: tuple[FiringAlert, ...] = ()  # every alert of the root the policy acts on
+    trace: list[Check] = field(default_factory=list, compare=False)  # the gates asked
+
+    def ok(self, gate: str, detail: str) -> None:
+        """A gate that let the workload through."""
+        self.trace.append(Check(gate, True, detail))
 
     def step(
         self, step: LadderStep, reason: str, nxt: LadderStep | None = None, due: float | None = None
     ) -> PlannedAction:
         spec = self.policy.spec
+        self.trace.append(Check(step.value, True, reason))
         return PlannedAction(
             self.ws.ref,
             step,
@@ -42,8 +69,11 @@ class Candidate:
             delete_pod=self.ws.action is ActionKind.POD and spec.allow_pod_deletion,
         )
 
-    def wait(self, reason: str, *, refused: bool = True, kind: HoldKind | None = None) -> Wait:
+    def wait(
+        self, reason: str, *, refused: bool = True, kind: HoldKind | None = None, gate: str = ""
+    ) -> Wait:
         kind = kind or (HoldKind.GUARD if refused else HoldKind.STEP)
+        self.trace.append(Check(gate or GATES[kind], False, reason))
         ep, labels = self.episode, self.alert.labels
         return Wait(self.ws.ref, reason, self.policy.name, ep, labels, refused, kind=kind)
 
@@ -52,6 +82,7 @@ class Candidate:
     ) -> Wait:
         """Not due yet: what it waits for, the next step and when (``due``: None when no
         time is known, as for demand)."""
+        self.trace.append(Check(GATES[kind], False, reason))
         ep, labels = self.episode, self.alert.labels
         return Wait(self.ws.ref, reason, self.policy.name, ep, labels, False, nxt, due, kind=kind)
 

@@ -24,6 +24,8 @@ from guardian.model.policies import (
     HpaPolicy,
     Mode,
     OnTimeout,
+    PartialAction,
+    PolicySpec,
     ReclaimPolicy,
     ReclaimWhen,
 )
@@ -121,6 +123,15 @@ def _safeties(child: ReclaimPolicy, parent: ReclaimPolicy) -> list[Violation]:
             c.notify_outside_windows and not p.notify_outside_windows,
             "the cluster policy does not notify outside its windows",
         ),
+    )
+    return [(field, f"not allowed: {why}") for field, bad, why in checks if bad] + _before_reclaim(
+        c, p
+    )
+
+
+def _before_reclaim(c: PolicySpec, p: PolicySpec) -> list[Violation]:
+    """What a team's policy may not drop of what its cluster policy asks before a reclaim."""
+    checks = (
         (
             "spec.reclaim.when",
             c.reclaim.when is ReclaimWhen.ALWAYS and p.reclaim.when is ReclaimWhen.DEMAND,
@@ -137,6 +148,11 @@ def _safeties(child: ReclaimPolicy, parent: ReclaimPolicy) -> list[Violation]:
             and p.checkpoint.on_timeout is OnTimeout.GIVE_UP
             and c.checkpoint.on_timeout is OnTimeout.RECLAIM,
             "the cluster policy gives up when no checkpoint comes",
+        ),
+        (
+            "spec.partial",
+            c.partial is PartialAction.RIGHT_SIZE and p.partial is PartialAction.NOTIFY,
+            "the cluster policy never acts on partly idle workloads",
         ),
     )
     return [(field, f"not allowed: {why}") for field, bad, why in checks if bad]

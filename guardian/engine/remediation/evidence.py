@@ -27,6 +27,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from guardian.model.labels import node_of
 from guardian.model.reclaim import FiringAlert, MemberPod, WorkloadState
 from guardian.model.times import rfc3339
 
@@ -49,12 +50,15 @@ def gpu_resources(requests: Mapping[str, int]) -> dict[str, int]:
 
 
 def _device(labels: Mapping[str, str]) -> str:
-    """Which GPU an alert is about; "" when it names none (it then covers one GPU)."""
+    """Which GPU (or MIG instance) an alert is about; "" when it names none (it then
+    covers one). Ours gives each MIG instance its own ``uuid``; dcgm-exporter names an
+    instance by its GPU's ``UUID`` and its ``GPU_I_ID``."""
+    instance = labels.get("GPU_I_ID", "")
     for key in ("uuid", "UUID"):
         if labels.get(key):
-            return labels[key]
+            return f"{labels[key]}/{instance}" if instance else labels[key]
     gpu = labels.get("gpu", "")
-    return f"{labels.get('node', '')}/{gpu}" if gpu else ""
+    return f"{node_of(labels)}/{gpu}" + (f"/{instance}" if instance else "") if gpu else ""
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,8 @@ class PodVerdict:
     idle: bool
     why: str  # what the pod's evidence is, in a few words
     some_idle: bool = False  # at least one of its GPUs is (a pod with j of m GPUs idle)
+    gpus: int = 0  # the GPUs it holds
+    idle_gpus: int = 0  # of which the alerts show idle
 
 
 @dataclass(frozen=True)
@@ -148,7 +154,8 @@ def _judge(pod: MemberPod, alerts: list[FiringAlert], now: float) -> PodVerdict 
         return PodVerdict(pod.name, True, f"its {gpus} idle" if needed > 1 else f"{gpus} idle")
     if covered == 0:
         return PodVerdict(pod.name, False, "busy or unknown: no idle alert")
-    return PodVerdict(pod.name, False, f"{covered} of its {needed} GPUs idle", some_idle=True)
+    why = f"{covered} of its {needed} GPUs idle"
+    return PodVerdict(pod.name, False, why, some_idle=True, gpus=needed, idle_gpus=covered)
 
 
 def coverage(ws: WorkloadState, alerts: Iterable[FiringAlert], now: float) -> Coverage:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from guardian.model.alerts import GroupEvaluation
+from guardian.model.labels import node_of
 from guardian.model.policies import ALWAYS_EXCLUDED_NAMESPACES, Annotations, ReclaimPolicy
 from guardian.model.reclaim import (
     ActionKind,
@@ -138,8 +139,8 @@ def pipeline_reason(
         for problem in pipeline:
             if not _same_cluster(alert, problem):
                 continue
-            p_node = problem.labels.get("node", "")
-            if p_node and p_node != alert.labels.get("node", ""):
+            p_node = node_of(problem.labels)
+            if p_node and p_node != node_of(alert.labels):
                 continue
             state = f"{problem.alertname} is {'firing' if problem.firing else 'pending'}"
             if p_node:
@@ -192,7 +193,7 @@ def cluster_wide_why(problem: FiringAlert) -> str:
 def pod_mismatch(labels: Mapping[str, str], owner: PodOwner) -> str | None:
     """Why the pod read from the cluster is not the one the alert's evidence is about
     (another cluster's, or replaced by a same-named pod since), or None."""
-    node = labels.get("node", "")
+    node = node_of(labels)
     if node and owner.node is not None and owner.node != node:
         runs = f"runs on node {owner.node}" if owner.node else "is not scheduled on any node"
         return (
@@ -242,6 +243,11 @@ def episode_over(ref: WorkloadRef, snapshot: ClusterSnapshot, alerting: bool) ->
 def restarted_by_hand(ws: WorkloadState) -> str | None:
     """A reclaimed workload someone started again by hand: clear our marks (a restore
     that leaves its replicas alone), so the ladder can start over after a warm-up."""
+    kept = ws.annotations.get(Annotations.RIGHT_SIZED_TO, "")
+    if kept:  # a right-size left some replicas: only another count is a change by hand
+        if str(ws.replicas) != kept:
+            return f"scaled to {ws.replicas} by hand since the right-size to {kept}"
+        return None
     if ws.action in (ActionKind.SCALE, ActionKind.SCALE_SUBRESOURCE) and ws.replicas:
         return f"scaled to {ws.replicas} by hand since the reclaim"
     if ws.action is ActionKind.SUSPEND and not ws.suspended:

@@ -9,8 +9,7 @@ is recorded as a Wait with its reason.
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from guardian.engine.remediation.candidate import Candidate, resume_wait
@@ -27,20 +26,21 @@ from guardian.engine.remediation.gates import (
 from guardian.engine.remediation.guards import (
     episode_over,
     exclusion_reason,
-    exclusion_requested,
     is_pipeline,
     pipeline_reason,
     read_error,
-    restarted_by_hand,
     silence_reason,
     unevaluated,
     warmup_reason,
 )
+from guardian.engine.remediation.limits import Counts, reclaim_refusal
+from guardian.engine.remediation.restores import restores
+from guardian.engine.remediation.right_size import only, partly_idle, still_running
 from guardian.engine.remediation.roots import by_root, pending_roots
 from guardian.model.labels import LabelSet
-from guardian.model.policies import Annotations, HpaPolicy, Mode, ReclaimPolicy
+from guardian.model.policies import Annotations, Mode, ReclaimPolicy
 from guardian.model.reclaim import (
-    ActionKind,
+    Check,
     ClusterSnapshot,
     FiringAlert,
     GroupHealth,
@@ -48,6 +48,7 @@ from guardian.model.reclaim import (
     NamespaceState,
     Plan,
     PlannedAction,
+    RightSize,
     Wait,
 )
 from guardian.model.remediation_events import HoldKind, LadderStep, WorkloadRef, episode_id
@@ -92,15 +93,6 @@ def _earliest(alerts: Iterable[FiringAlert]) -> FiringAlert:
     return min(alerts, key=lambda a: (a.active_at, a.labels.items_sorted))
 
 
-@dataclass
-class _Cycle:
-    """Counters shared by the workloads of one plan (blast-radius limits)."""
-
-    reclaims: int = 0
-    per_policy: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))
-    per_namespace: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))
-
-
 class _Planner:
     def __init__(
         self, cycle: Cycle, policies: Sequence[ReclaimPolicy], settings: PlannerSettings
@@ -112,39 +104,18 @@ class _Planner:
         self.health = cycle.health
         self.settings = settings
         self.pipeline_alerts = [a for a in cycle.alerts if is_pipeline(a.labels)]
-        self.cycle = _Cycle()
+        self.cycle = Counts()
         self.suppressions = cycle.suppressions  # Alertmanager's view
         self.actions: list[PlannedAction] = []
         self.waits: list[Wait] = []
+        self.traces: dict[WorkloadRef, list[Check]] = {}
         ns = snapshot.namespaces.get(snapshot.controller_namespace)
         switch = ns is not None and (ns.annotations.get(Annotations.KILL_SWITCH, "") == "true")
         self.kill_switch = settings.kill_switch or switch
 
-    # ---------------------------------------------------------------- restore
-    def restores(self) -> None:
-        for ref, ws in sorted(self.snapshot.workloads.items(), key=lambda kv: str(kv[0])):
-            if Annotations.RECLAIMED_AT not in ws.annotations:
-                continue
-            why = exclusion_requested(ws, self.snapshot.namespaces.get(ref.namespace), self.now)
-            if why is None:
-                why = restarted_by_hand(ws)
-            if why is None:
-                continue
-            if self.kill_switch:
-                self.waits.append(Wait(ref, "kill switch is on: not restoring"))
-                continue
-            episode = ws.annotations.get(Annotations.EPISODE, "")
-            self.actions.append(
-                PlannedAction(
-                    workload=ref,
-                    step=LadderStep.RESTORE,
-                    policy=ws.annotations.get(Annotations.RECLAIMED_BY, ""),
-                    episode=episode,
-                    reason=f"restore: {why}",
-                    dry_run=self.settings.dry_run,
-                    alert_labels=LabelSet(),
-                )
-            )
+    @property
+    def dry_run(self) -> bool:
+        return self.settings.dry_run
 
     # ---------------------------------------------------------------- ladder
     def workload(self, ref: WorkloadRef, alerts: list[FiringAlert]) -> None:
@@ -167,6 +138,7 @@ class _Planner:
         chosen = governing(self.policies, alerts, ws, namespace)
         if not isinstance(chosen, Governing):
             unmatched = chosen or "no policy matches"
+            self.traces[ref] = [Check("policy", False, unmatched)]
             self.waits.append(Wait(ref, unmatched, alert_labels=labels, refused=False))
             return
         policy, matched = chosen.policy, chosen.alerts
@@ -175,7 +147,14 @@ class _Planner:
         episode = opened[0] if opened else workload_episode(ref, first.active_at)
         dry_run = self.settings.dry_run or policy.spec.mode is Mode.OBSERVE
         candidate = Candidate(ws, policy, episode, first, dry_run, chosen.parent, tuple(matched))
+        self.traces[ref] = candidate.trace
+        parent = f" (narrowing {chosen.parent.name})" if chosen.parent else ""
+        candidate.ok("policy", f"{policy.name}{parent}: {len(matched)} of its alerts match")
         if Annotations.RECLAIMED_AT in ws.annotations:
+            left = still_running(ws)
+            if left:  # the scale-down removed other pods than the idle ones
+                self.waits.append(candidate.wait(left))
+                return
             reclaimed = "already reclaimed; waiting for a restore"
             self.waits.append(candidate.wait(reclaimed, refused=False))
             return
@@ -189,13 +168,14 @@ class _Planner:
         self, c: Candidate, namespace: NamespaceState, matched: Sequence[FiringAlert]
     ) -> Wait | None:
         """Why no step may touch ``c`` now (exclusions, missing evidence, silences,
-        warm-up, the kill switch), or None."""
+        warm-up, the kill switch), or None; each gate's answer goes to its trace."""
         settings, ns = self.settings, self.snapshot.controller_namespace
         excluded = exclusion_reason(c.ws, namespace, c.policy, ns, self.now) or (
             exclusion_reason(c.ws, namespace, c.parent, ns, self.now) if c.parent else None
         )
         if excluded is not None:
-            return c.wait(excluded)
+            return c.wait(excluded, gate="exclusions")
+        c.ok("exclusions", "not excluded, snoozed or in an excluded namespace")
         missing = pipeline_reason(
             matched,
             self.pipeline_alerts,
@@ -206,12 +186,18 @@ class _Planner:
         )
         if missing is not None:  # held as it is until the evidence is back
             return c.wait(missing, kind=HoldKind.OUTAGE)
-        why = silence_reason(matched, self.suppressions, c.policy) or warmup_reason(
-            c.ws, c.policy.spec.warmup, self.now
-        )
-        if why is None and self.kill_switch:
-            why = "kill switch is on: no actions"
-        return c.wait(why) if why is not None else None
+        c.ok("evidence health", "no pipeline alert on its nodes; its rule groups evaluate")
+        answers: list[tuple[str, Callable[[], str | None]]] = [
+            ("silences", lambda: silence_reason(matched, self.suppressions, c.policy)),
+            ("warm-up", lambda: warmup_reason(c.ws, c.policy.spec.warmup, self.now)),
+            ("kill switch", lambda: "kill switch is on: no actions" if self.kill_switch else None),
+        ]
+        for gate, answer in answers:
+            said = answer()
+            if said is not None:
+                return c.wait(said, gate=gate)
+            c.ok(gate, "clear")
+        return None
 
     def _done(self, c: Candidate) -> dict[LadderStep, float]:
         done = self.ledger.steps(c.episode, real=not c.dry_run)
@@ -276,7 +262,9 @@ class _Planner:
         if notified is None or self.now < due:
             self.waits.append(c.grace(due, self.now))
             return
+        c.ok("active windows", "open" if window.windows else "none set")
         grace = f"grace {ladder.grace_period:.0f}s over"
+        c.ok("grace period", f"notified at {rfc3339(notified)}, {grace}")
         self.reclaim(c, f"{evidence}; notified at {rfc3339(notified)}, {grace}", notified, done)
 
     def reclaim(
@@ -288,25 +276,50 @@ class _Planner:
             return
         # The evidence must cover the whole root before anything asks it to stop.
         covered = coverage(c.ws, c.matched, self.now)
+        sized: RightSize | None = None
         if not covered.whole:
-            held = c.wait(covered.reason(), kind=HoldKind.EVIDENCE)
-            self.waits.append(dataclasses.replace(held, partly_idle=covered.partial))
-            return
-        if len(covered.pods) > 1:
-            reason = f"{reason}; all {len(covered.pods)} pods idle"
-        waiting, who = demand_wait(c.policy, c.ws, self.snapshot, self.now)
+            decided = partly_idle(c, covered)
+            if isinstance(decided, Wait):
+                self.waits.append(decided)
+                return
+            sized = decided
+            whole = (
+                f"right-size: {len(sized.remove)} of {c.ws.replicas} pods idle "
+                f"({', '.join(sized.remove)}), {sized.keep} kept"
+            )
+        else:
+            whole = f"all {len(covered.pods)} pods idle" if len(covered.pods) > 1 else ""
+        c.ok("whole workload", whole or "its pod is idle")
+        reason = f"{reason}; {whole}" if whole else reason
+        freed = c.ws if sized is None else only(c.ws, sized.remove)
+        waiting, who = demand_wait(c.policy, freed, self.snapshot, self.now)
         if waiting is not None:
             self.waits.append(c.hold(waiting, HoldKind.DEMAND, LadderStep.RECLAIM))
             return
-        refusal = self.reclaim_refusal(c)
+        c.ok("demand", who.lstrip("; ") or "not asked for (reclaim.when: always)")
+        refusal = reclaim_refusal(
+            c, self.cycle, self.ledger, self.settings.max_actions_per_cycle, self.now
+        )
         if refusal is not None:
-            self.waits.append(c.wait(refusal))
+            self.waits.append(c.wait(refusal, gate="limits"))
             return
+        c.ok("limits", "within the policy's and the cycle's limits")
+        self.handshake(c, f"{reason}{who}", notified, done, sized)
+
+    def handshake(
+        self,
+        c: Candidate,
+        reason: str,
+        notified: float,
+        done: dict[LadderStep, float],
+        sized: RightSize | None,
+    ) -> None:
+        """The checkpoint handshake, then the reclaim (or the right-size) itself."""
         asked = requested_at(c.ws, done.get(LadderStep.CHECKPOINT), notified)
         move = checkpoint(c.policy, c.ws, asked, self.now)
         why = move.why
         if move.kind is Handshake.REQUEST:
-            nxt = c.step(LadderStep.CHECKPOINT, f"{reason}{who}; {why}", LadderStep.RECLAIM)
+            nxt = c.step(LadderStep.CHECKPOINT, f"{reason}; {why}", LadderStep.RECLAIM)
             self.actions.append(dataclasses.replace(nxt, next_step_due=move.deadline))
             return
         if move.kind is Handshake.WAIT:
@@ -315,39 +328,12 @@ class _Planner:
         if move.kind is Handshake.GIVE_UP:
             self.waits.append(c.wait(why, kind=HoldKind.GAVE_UP))
             return
-        reason = f"{reason}{who}{why}"
+        c.ok("checkpoint", why.lstrip("; ") or "not asked for")
         self.cycle.reclaims += 1
         self.cycle.per_policy[c.policy.name] += 1
         self.cycle.per_namespace[c.ws.ref.namespace] += 1
-        self.actions.append(c.step(LadderStep.RECLAIM, reason))
-
-    def reclaim_refusal(self, c: Candidate) -> str | None:
-        ws, spec, name = c.ws, c.policy.spec, c.policy.name
-        if ws.action is ActionKind.NONE:
-            return f"{ws.ref.kind} has no replica count we can set: annotate and notify only"
-        if ws.action is ActionKind.POD and not spec.allow_pod_deletion:
-            return "a bare pod is only annotated and notified (policy does not allow deletion)"
-        if ws.hpa is not None and spec.hpa is HpaPolicy.REFUSE:
-            return (
-                f"HorizontalPodAutoscaler {ws.hpa.name} scales it; the policy refuses (hpa: refuse)"
-            )
-        if ws.action in (ActionKind.SCALE, ActionKind.SCALE_SUBRESOURCE) and ws.replicas == 0:
-            return "already at 0 replicas (someone else scaled it down)"
-        if ws.action is ActionKind.SUSPEND and ws.suspended:
-            return "already suspended"
-        if ws.action is ActionKind.NOTEBOOK and ws.suspended:
-            return "notebook already stopped"
-        if self.cycle.reclaims >= self.settings.max_actions_per_cycle:
-            return f"limit: {self.settings.max_actions_per_cycle} reclaims per cycle reached"
-        if self.cycle.per_policy[name] >= spec.limits.per_cycle:
-            return f"limit: policy {name} allows {spec.limits.per_cycle} reclaims per cycle"
-        ns = ws.ref.namespace
-        recent = self.ledger.reclaims_since(ns, self.now - 3600.0, real=not c.dry_run)
-        if recent + self.cycle.per_namespace[ns] >= spec.limits.per_namespace_per_hour:
-            return (
-                f"limit: {spec.limits.per_namespace_per_hour} reclaims per hour in namespace {ns}"
-            )
-        return None
+        step = c.step(LadderStep.RECLAIM, f"{reason}{why}")
+        self.actions.append(dataclasses.replace(step, right_size=sized))
 
 
 def plan(
@@ -357,7 +343,7 @@ def plan(
     Alertmanager's silences hold ladder steps, never a restore."""
     settings = settings or PlannerSettings()
     planner = _Planner(cycle, policies, settings)
-    planner.restores()
+    restores(cycle.snapshot, cycle.now, planner)
     firing = [a for a in cycle.alerts if a.firing and not is_pipeline(a.labels)]
     roots = by_root(firing, cycle.snapshot, planner.waits)
     for ref in sorted(roots, key=str):
@@ -366,7 +352,8 @@ def plan(
     # fires it again after `for`, and the ladder goes on where it was.
     held = set(roots) | pending_roots(cycle.alerts, cycle.snapshot)
     closed = _closed(cycle, settings, held, planner.waits)
-    return Plan(cycle.now, tuple(planner.actions), tuple(planner.waits), closed)
+    checks = {ref: tuple(trace) for ref, trace in planner.traces.items()}
+    return Plan(cycle.now, tuple(planner.actions), tuple(planner.waits), closed, checks)
 
 
 def _closed(
@@ -386,7 +373,7 @@ def _closed(
             continue
         if gap and ref in cycle.snapshot.workloads:
             # Alerts that could not be evaluated have not ended: hold the episode as it is.
-            why = f"held: its alerts cannot be seen now ({gap}); the episode stays open"
+            why = f"its alerts cannot be seen now: {gap}"
             waits.append(Wait(ref, why, policy, episode, refused=False, kind=HoldKind.OUTAGE))
             continue
         closed.append((ref, episode))

@@ -13,6 +13,11 @@ pod in ours. The ``cluster`` label decides:
   one cluster, the unnamed one counted;
 - an alert of another cluster is never acted on.
 
+Where the source's exporters report cluster UIDs (GPU Guardian's exporter does; see
+cluster_uid.py), the UIDs decide first: an alert whose exporter reports this cluster's
+UID is ours, one that reports another's is refused, whatever the names say; the names
+decide only what the UIDs leave open (dcgm-exporter's series carry none).
+
 Then the pod an alert names, as read from the cluster, must be the pod the evidence is
 about: on the alert's ``node`` and, where the series carry ``pod_uid``, with that UID.
 
@@ -24,13 +29,21 @@ those without a ``cluster`` stay, as holds: they may be about ours.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from guardian.engine.remediation.cluster_uid import CLUSTER_LABEL, ClusterIdentities, UidVerdict
 from guardian.engine.remediation.guards import is_pipeline, pod_mismatch
 from guardian.model.reclaim import ClusterSnapshot, FiringAlert
 
-CLUSTER_LABEL = "cluster"
+__all__ = [
+    "CLUSTER_LABEL",
+    "ClusterScope",
+    "Refusal",
+    "RefusedAlert",
+    "check_pods",
+    "scope_alerts",
+]
 
 
 class Refusal(StrEnum):
@@ -40,6 +53,8 @@ class Refusal(StrEnum):
     MISSING_CLUSTER = "missing_cluster"
     CLUSTER_NOT_SET = "cluster_not_set"
     CLUSTERS_UNKNOWN = "clusters_unknown"
+    FOREIGN_CLUSTER_UID = "foreign_cluster_uid"  # its exporter reports another cluster's UID
+    AMBIGUOUS_CLUSTER = "ambiguous_cluster"  # the UIDs under its cluster label are several
     POD_MISMATCH = "pod_mismatch"  # the pod read is not the one the alert is about
 
 
@@ -53,11 +68,13 @@ class RefusedAlert:
 @dataclass(frozen=True)
 class ClusterScope:
     """This controller's cluster ("": not configured) and the clusters the source serves,
-    "" for series without ``cluster`` (None: they could not be read, ``error`` says why)."""
+    "" for series without ``cluster`` (None: they could not be read, ``error`` says why);
+    the cluster UIDs, where the source's exporters report them."""
 
     cluster: str = ""
     served: frozenset[str] | None = frozenset()
     error: str = ""
+    identities: ClusterIdentities = field(default_factory=ClusterIdentities)
 
     def with_alerts(self, alerts: Iterable[FiringAlert]) -> ClusterScope:
         """The served clusters, also counting those the alerts themselves are about (an
@@ -65,10 +82,22 @@ class ClusterScope:
         if self.served is None:
             return self
         named = {a.labels.get(CLUSTER_LABEL, "") for a in alerts if not is_pipeline(a.labels)}
-        return ClusterScope(self.cluster, frozenset(self.served | named), self.error)
+        return replace(self, served=frozenset(self.served | named))
 
     def refusal(self, labels: Mapping[str, str]) -> tuple[Refusal, str] | None:
-        """Why an alert with ``labels`` is not ours to act on, or None."""
+        """Why an alert with ``labels`` is not ours to act on, or None: by the cluster
+        UIDs where they tell, else by the names."""
+        found = self.identities.verdict(labels)
+        if found is None:
+            return self._by_name(labels)
+        verdict, why = found
+        if verdict is UidVerdict.OURS:
+            return None
+        if verdict is UidVerdict.FOREIGN:
+            return Refusal.FOREIGN_CLUSTER_UID, why
+        return Refusal.AMBIGUOUS_CLUSTER, why
+
+    def _by_name(self, labels: Mapping[str, str]) -> tuple[Refusal, str] | None:
         cluster = labels.get(CLUSTER_LABEL, "")
         own = self.cluster  # this controller's
         if own and cluster == own:
@@ -110,6 +139,10 @@ def _named(cluster: str) -> str:
     return f"cluster {cluster}" if cluster else "an alert without a cluster label"
 
 
+# Refusals that say the alert is another cluster's (not merely unproven).
+_OTHERS = (Refusal.FOREIGN_CLUSTER, Refusal.FOREIGN_CLUSTER_UID)
+
+
 def scope_alerts(
     alerts: Iterable[FiringAlert], scope: ClusterScope
 ) -> tuple[list[FiringAlert], list[RefusedAlert]]:
@@ -123,7 +156,7 @@ def scope_alerts(
         if found is None:
             ours.append(alert)
         elif is_pipeline(alert.labels):
-            if found[0] is not Refusal.FOREIGN_CLUSTER:
+            if found[0] not in _OTHERS:
                 ours.append(alert)  # a hold that may be about our cluster
         else:
             refused.append(RefusedAlert(alert, *found))

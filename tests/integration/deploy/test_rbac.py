@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from exporter.adapters.kube_cluster import read_cluster_uid
 from exporter.adapters.kube_pods import PodWatcher
 from guardian.adapters.kube.click_store import NAME as CLICKS
 from guardian.adapters.kube.click_store import ClickStore
@@ -213,6 +214,7 @@ def test_controller_rbac_is_exactly_what_the_controller_calls(
     rest = KubeRest(api_client, timeout=5.0)
     reader = KubeReader(rest)
     executor = Executor(rest, reader, instance="gpu-guardian-0")
+    assert reader.namespace_uid("kube-system")  # this cluster's UID, read at start-up
     snapshot = reader.snapshot(pods, [], NS)
     assert not snapshot.errors
     roots = {ws.action for ws in snapshot.workloads.values()}
@@ -367,7 +369,7 @@ def test_pod_deletion_is_refused_by_the_rbac(
 
 
 @pytest.mark.e2e
-def test_exporter_rbac_is_exactly_its_pod_watch(
+def test_exporter_rbac_is_exactly_its_pod_watch_and_cluster_uid(
     kube: FakeKubeAPI, api_client: Any, builds: dict[str, Build]
 ) -> None:
     kube.create(b.pod("train-1", "ml", node="gpu-node-1"))
@@ -375,8 +377,9 @@ def test_exporter_rbac_is_exactly_its_pod_watch(
     version = watcher.relist()
     watcher.watch_once(version)
     assert watcher.directory().up
+    assert read_cluster_uid(client.CoreV1Api(api_client), 5.0)  # kube-system's, once
     accesses = _accesses(kube)
-    assert {a.verb for a in accesses} == {"list", "watch"}
+    assert {a.verb for a in accesses} == {"get", "list", "watch"}
     check(accesses, grants(builds["base"], "gpu-guardian-exporter"))
 
 

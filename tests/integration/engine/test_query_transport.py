@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import select
 import socket
 import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -253,3 +255,23 @@ def test_tls_with_the_configured_ca_and_a_client_certificate(serve: Any, pki: Pk
         untrusted.query("m", 0)
     assert info.value.reason == "connection"
     untrusted.close()
+
+
+def test_a_tls_file_turned_into_a_fifo_fails_the_query_without_blocking(
+    serve: Any, pki: Pki, tmp_path: Path
+) -> None:
+    """The files go to ssl through the bounded reader: a FIFO in place of the key is one
+    failed query (tried again at the next), never a connect that blocks forever."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pki.server_cert, pki.server_key)
+    server = serve(context)
+    key = tmp_path / "client.key"
+    os.mkfifo(key)
+    tls = TlsConfig(ca_file=pki.ca, cert_file=pki.client_cert, key_file=key)
+    q = querier(server.url, tls=tls)
+    with pytest.raises(QueryFailedError, match=r"client\.key: not a regular file \(a FIFO\)"):
+        q.query("m", 0)
+    key.unlink()
+    key.write_bytes(pki.client_key.read_bytes())
+    assert q.query("m", 0).samples[0].value == 2.0
+    q.close()

@@ -118,8 +118,16 @@ def test_pod_series_carry_names_group_cluster_and_allowlisted_labels(
         lambda s: (
             len(_by_pod(s, "guardian_pod_gpu_memory_used_bytes")) == 3
             and ("guardian_exporter_kube_up", 1.0) in [(n, v) for n in s for _, v in s[n]]
+            and bool(s.get("guardian_exporter_cluster_info"))
         )
     )
+    # The cluster's identity: the kube-system Namespace's UID (issue #28).
+    [(info, _)] = got["guardian_exporter_cluster_info"]
+    assert info == {
+        "cluster": "prod",
+        "node": NODE,
+        "cluster_uid": kube.get("Namespace", "kube-system")["metadata"]["uid"],
+    }
 
     pods = _by_pod(got, "guardian_pod_gpu_memory_used_bytes")
     train = pods["train-0"]

@@ -171,7 +171,8 @@ def ledger_of(path: Path) -> dict[str, Any]:
             }
             for e in ledger.all_events()
         ]
-        return {"ledger": events, "refused": build_status(ledger).refused}
+        report = build_status(ledger)
+        return {"ledger": events, "refused": report.refused, "misconfigured": report.misconfigured}
     finally:
         ledger.close()
 

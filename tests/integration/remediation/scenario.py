@@ -6,7 +6,7 @@ Node n1's exporter is healthy; node n2's stopped collecting at T0+20m (GpuExport
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from guardian.app.remediation.build import (
     engine_alerts,
     pipeline_group_names,
 )
-from guardian.app.remediation.clusters import served_clusters
+from guardian.app.remediation.clusters import served_clusters, served_identities
 from guardian.app.rules.engine_setup import EngineSinks, EvaluationSetup
 from guardian.app.rules.runtime import RuleEngine
 from guardian.app.settings.remediation import LeaderElectionSettings, RemediationSettings
@@ -130,9 +130,10 @@ def set_stage(prometheus: Any, kube: FakeKubeAPI, tmp_path: Path) -> Stage:
     return Stage(prom.url, kubeconfig, tmp_path / "state.db", policies)
 
 
-def compile_rules() -> list[CompiledGroup]:
+def compile_rules(rules: Sequence[Path] = RULES) -> list[CompiledGroup]:
+    """The groups of ``rules`` (rule files), as the controller evaluates them."""
     groups = []
-    for path in RULES:
+    for path in rules:
         rule_file = parse_rule_file(path.read_text(encoding="utf-8"), str(path))
         groups += [CompiledGroup.compile(g, 60.0) for g in rule_file.groups]
     return groups
@@ -157,12 +158,20 @@ class Controller:
 
 
 def start_controller(
-    prometheus_url: str, kubeconfig: Path, state: Path, policies: Path, **settings: Any
+    prometheus_url: str,
+    kubeconfig: Path,
+    state: Path,
+    policies: Path,
+    *,
+    rules: Sequence[Path] = RULES,
+    **settings: Any,
 ) -> Controller:
+    """The controller over ``rules`` (default: the guardian pack's pipeline and idle
+    files); ``settings`` override the remediation settings."""
     querier = PrometheusQuerier(PrometheusAccess(HttpClientConfig(prometheus_url, timeout=10)))
     store = AlertStore.open(str(state))
     engine = RuleEngine(
-        compile_rules(),
+        compile_rules(rules),
         querier.query,
         evaluation=EvaluationSetup(env=TemplateEnv({}, "https://guardian.example")),
         sinks=EngineSinks(store=store),
@@ -185,6 +194,7 @@ def start_controller(
         ClusterAccess(
             config.new_client_from_config(config_file=str(kubeconfig)),
             source_clusters=served_clusters(querier.query),
+            source_identities=served_identities(querier.query),
         ),
     )
     engine.listeners.append(parts.loop.on_evaluation)

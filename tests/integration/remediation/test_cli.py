@@ -18,6 +18,7 @@ from guardian.model.labels import LabelSet
 from guardian.model.policies import Annotations
 from guardian.model.reclaim import PlannedAction
 from guardian.model.remediation_events import LadderStep, RemediationEvent, StepOutcome, WorkloadRef
+from guardian.model.times import rfc3339
 from testbed.kubeapi import FakeKubeAPI
 from testbed.kubeapi import builders as b
 
@@ -150,3 +151,18 @@ def test_kubectl_sees_and_undoes_a_reclaim(
     message = executor.restore(reader.workload(REF), NOW + 60)
     assert message == "left at 1 replicas (changed since the reclaim)"
     assert kubectl("get", "deployment", "train", "-o", "jsonpath={.spec.replicas}") == "1"
+
+
+def test_explain_at_a_past_time_reads_the_state_database(
+    state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["explain", "ml/deployment/train", "--state", str(state)]
+    assert guardian_main([*argv, "--at", rfc3339(NOW + 1), "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert (answer["decision"]["step"], answer["decision"]["outcome"]) == ("reclaim", "applied")
+    assert guardian_main([*argv, "--at", rfc3339(NOW - 1)]) == 0
+    assert "nothing recorded before then" in capsys.readouterr().out
+    assert guardian_main(argv) == 2  # without a controller only --at can be answered
+    assert "give --url" in capsys.readouterr().err
+    assert guardian_main([*argv, "--at", "yesterday"]) == 2
+    assert "--at: not an RFC 3339 time" in capsys.readouterr().err

@@ -49,10 +49,14 @@ IDLE = WorkloadRef("apps/v1", "Deployment", "ml", "idle-train")
 
 
 def two_clusters(
-    *, pod_uids: dict[str, str] | None = None, unlabelled: frozenset[str] = frozenset()
+    *,
+    pod_uids: dict[str, str] | None = None,
+    unlabelled: frozenset[str] = frozenset(),
+    cluster_uids: dict[str, str] | None = None,
 ) -> str:
     """The history a Thanos with external label ``cluster`` holds for both clusters
-    (``unlabelled``: clusters whose Prometheus sets no such label)."""
+    (``unlabelled``: clusters whose Prometheus sets no such label; ``cluster_uids``: the
+    UID each cluster's exporter reports, none by default, as from dcgm-exporter)."""
 
     def named(labels: dict[str, str]) -> dict[str, str]:
         drop = labels["cluster"] in unlabelled
@@ -69,6 +73,9 @@ def two_clusters(
             node = {**target, "node": "n1"}
             samples.append(Sample("guardian_exporter_nvml_up", node, ts, 1.0))
             samples.append(Sample("guardian_exporter_last_success_timestamp_seconds", node, ts, ts))
+            if cluster in (cluster_uids or {}):
+                info = {**node, "cluster_uid": (cluster_uids or {})[cluster]}
+                samples.append(Sample("guardian_exporter_cluster_info", info, ts, 1.0))
         for cluster, ns, _workload, pod, node_name, uuid, util in GPUS:
             gpu = named({"cluster": cluster, "node": node_name, "uuid": uuid, "gpu": "0"})
             samples.append(Sample("guardian_gpu_utilization_ratio", gpu, ts, util))
@@ -196,6 +203,30 @@ def test_controller_of_a_reclaims_a_and_refuses_b(stage: Stage, kube: FakeKubeAP
     text = report.render()
     assert "Alerts refused by the last cycle (1):" in text
     assert "foreign_cluster: the alert is about cluster b" in text
+
+
+@pytest.mark.timeout(180)
+def test_a_controller_misnamed_as_b_acts_on_a_by_uid_and_says_so(
+    stage: Stage, kube: FakeKubeAPI
+) -> None:
+    """Issue #28: cluster a's controller configured with cluster b's name. Without UIDs it
+    would take b's idle busy-serve-abc-1 for its own; with them it acts on a's alerts (its
+    exporters report a's kube-system UID), refuses b's and reports the misconfiguration."""
+    ours = kube.get("Namespace", "kube-system")["metadata"]["uid"]
+    theirs = "0d4c1b2a-9e8f-4a7b-8c6d-5e4f3a2b1c0d"
+    history = two_clusters(cluster_uids={"a": ours, "b": theirs})
+    ctl = stage.controller(history, cluster="b")
+    run_ladder(ctl)
+
+    assert replicas(kube, IDLE) == 0
+    assert replicas(kube, BUSY) == 3
+    report = build_status(ctl.parts.ledger)
+    [foreign] = report.refused
+    assert (foreign["labels"]["cluster"], foreign["kind"]) == ("b", "foreign_cluster_uid")
+    assert f"reports cluster UID {theirs}" in foreign["reason"]
+    assert len(report.misconfigured) == 2
+    assert "Cluster misconfiguration (2):" in report.render()
+    assert ctl.parts.metrics.cluster_misconfigured._value.get() == 1
 
 
 @pytest.mark.timeout(180)

@@ -14,6 +14,7 @@ from guardian.adapters.kube.reader import KubeReader
 from guardian.adapters.ledger import Ledger
 from guardian.app.remediation.clusters import ClusterFilter
 from guardian.app.remediation.loop import LoopParts, LoopSettings, LoopSource, RemediationLoop
+from guardian.app.remediation.step_runner import WriteClock
 from guardian.engine.remediation import PlannerSettings
 from guardian.model.alerts import EvaluationHealth, GroupEvaluation, RuleOutcome
 from guardian.model.labels import LabelSet
@@ -239,8 +240,8 @@ def test_an_outage_mid_grace_holds_the_episode_and_the_ladder_resumes_after(
     # Held once for the whole outage; then the wait for one more evaluation, and resumed.
     assert [(e.step, e.hold) for e in events if e.hold] == [
         (LadderStep.HOLD, HoldKind.OUTAGE),
-        (LadderStep.RECLAIM, HoldKind.RESUMING),
         (LadderStep.RESUME, HoldKind.RESUMING),
+        (LadderStep.RECLAIM, HoldKind.RESUMING),
     ]
     assert said == [
         (episode, LadderStep.NOTIFY),
@@ -309,3 +310,44 @@ def test_a_pod_recreated_under_its_name_mid_grace_is_not_the_idle_one(
         "(created 2023-11-14T22:14:20Z, after its alerts began))"
     )
     assert refused == [recreated]
+
+
+@pytest.mark.usefixtures("seeded")
+@pytest.mark.parametrize(
+    ("lag", "recorded"),
+    [
+        (3.5, 3.5),  # the write 3.5 s after the slot: its time, not the slot's
+        (-5.0, 0.0),  # a wall clock behind the slot: the slot
+        (7200.0, 0.0),  # a slot two hours old is a replay: the slot
+    ],
+)
+def test_a_step_is_recorded_at_the_time_of_its_write(
+    kube: FakeKubeAPI,
+    reader: KubeReader,
+    executor: Executor,
+    tmp_path: Path,
+    lag: float,
+    recorded: float,
+) -> None:
+    # The issue: in a fencing run the recorded step time was the cycle's slot, 3.5 s
+    # before the write, before the writer even held the Lease.
+    loop, ledger = make_loop(reader, executor, tmp_path)
+    slots: list[float] = []
+    loop.write_clock = WriteClock(lambda: slots[-1] + lag, max_skew=60.0)
+
+    def at(minute: int) -> None:
+        slots.append(NOW + minute * 60)
+        run(loop, minute)
+
+    for minute in (0, 1, 2, 3):
+        at(minute)
+    applied = [e for e in ledger.all_events() if e.outcome is StepOutcome.APPLIED]
+    # The grace period runs from the notification as made: with the write 3.5 s late the
+    # reclaim falls on the next slot.
+    reclaim_slot = NOW + (180 if recorded else 120)
+    assert [(e.step, e.at) for e in applied] == [
+        (LadderStep.NOTIFY, NOW + recorded),
+        (LadderStep.RECLAIM, reclaim_slot + recorded),
+    ]
+    written = kube.get("Deployment", "train", "ml")["metadata"]["annotations"]
+    assert written["gpu-guardian.io/reclaimed-at"] == rfc3339(reclaim_slot + recorded)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -16,13 +17,17 @@ from guardian.adapters.kube.episode_store import (
 )
 from guardian.adapters.kube.fence import FencedRest, NotLeader
 from guardian.adapters.kube.rest import KubeRest
+from guardian.adapters.ledger import Ledger
 from guardian.app.remediation.journal import EpisodeJournal, StepTaken
+from guardian.app.remediation.metrics import RemediationMetrics
+from guardian.app.remediation.recording import StepRecorder
 from guardian.model.labels import LabelSet
 from guardian.model.reclaim import PlannedAction, Wait
-from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
+from guardian.model.remediation_events import HoldKind, LadderStep, StepOutcome, WorkloadRef
 from guardian.model.shared_episode import (
     EpisodeState,
     InFlight,
+    Outage,
     SharedEpisode,
     SlackParent,
     StepMark,
@@ -128,6 +133,58 @@ def test_a_pending_step_is_told_once_whoever_leads(rest: KubeRest) -> None:
     record = b.get("e1")
     assert record is not None
     assert (record.next_step, record.next_step_due) == (LadderStep.RECLAIM, NOW + 600)
+
+
+def _recorder(j: EpisodeJournal, tmp_path: Path, name: str) -> tuple[StepRecorder, Ledger]:
+    ledger = Ledger.open(str(tmp_path / f"{name}.db"))  # each replica's own history
+    return StepRecorder(ledger, RemediationMetrics(), j), ledger
+
+
+def _said(ledger: Ledger) -> list[tuple[LadderStep, str]]:
+    return [(e.step, e.reason.split(":")[0]) for e in ledger.all_events()]
+
+
+def test_one_voice_across_leaders_for_held_silenced_and_resumed(
+    rest: KubeRest, tmp_path: Path
+) -> None:
+    # The issue: a silenced reply was posted twice, once per leader; an outage is said
+    # held once and resumed once, whichever leader sees what.
+    a = journal(rest, "a")
+    a.claim(action(LadderStep.NOTIFY), NOW, NOW)
+    a.settle(action(LadderStep.NOTIFY), StepOutcome.APPLIED, NOW)
+    silenced = Wait(REF, "silenced in Alertmanager by bob until T", "idle", "e1", LABELS)
+    held = Wait(REF, "missing data is not idleness: rule group g last evaluated 31s ago",
+                "idle", "e1", LABELS, kind=HoldKind.OUTAGE)  # fmt: skip
+    rec_a, ledger_a = _recorder(a, tmp_path, "a")
+    rec_a.waits([silenced], NOW + 60)
+    rec_a.waits([silenced], NOW + 90)
+    rec_a.waits([held], NOW + 120)
+    later = replace(
+        held, reason="missing data is not idleness: rule group g last evaluated 91s ago"
+    )
+    rec_a.waits([later], NOW + 180)  # the same outage, another reason: not said again
+    b = journal(rest, "b")  # failover: b leads with its own, empty ledger
+    rec_b, ledger_b = _recorder(b, tmp_path, "b")
+    rec_b.waits([later], NOW + 240)
+    # The evidence is back (no hold this cycle): resumed, by b alone; the silence that a
+    # said before the outage is said again after it.
+    rec_b.waits([silenced], NOW + 250)
+    rec_b.waits([silenced], NOW + 300)
+    a.invalidate()
+    a.refresh()
+    rec_a.waits([], NOW + 420)  # a leads again: b already said it resumed
+    assert _said(ledger_a) == [
+        (LadderStep.GRACE, "silenced in Alertmanager by bob until T"),
+        (LadderStep.HOLD, "held"),
+    ]
+    assert _said(ledger_b) == [
+        (LadderStep.RESUME, "resumed"),
+        (LadderStep.GRACE, "silenced in Alertmanager by bob until T"),
+    ]
+    record = b.get("e1")
+    assert record is not None
+    assert record.outage == Outage(NOW + 120, NOW + 250)
+    assert [e.hold for e in ledger_b.all_events()] == [HoldKind.RESUMING, HoldKind.GUARD]
 
 
 def test_the_fence_stops_every_write(kube: FakeKubeAPI, rest: KubeRest) -> None:

@@ -3,6 +3,7 @@ and rejects what a real server rejects where our code could depend on it (issue 
 
 from __future__ import annotations
 
+import copy
 import json
 import urllib.error
 import urllib.request
@@ -18,6 +19,7 @@ from kubernetes import client, watch
 from guardian.model.policies_crd import (
     RULE_LABEL_KEYS,
     RULE_NO_ADVICE,
+    RULE_RIGHT_SIZE,
     RULE_SELECTOR_VALUES,
     RULE_WARN_FIRST,
     crds,
@@ -25,6 +27,7 @@ from guardian.model.policies_crd import (
 from testbed.kubeapi import FakeKubeAPI, builders
 from testbed.kubeapi.api_rules import MAX_REQUEST_BODY_BYTES
 from testbed.kubeapi.cel import compile_rule
+from tests.unit.guardian.model.test_policy_limits import AT_THE_LIMITS, OVER
 
 GROUP, VERSION = "gpu-guardian.io", "v1alpha1"
 
@@ -87,9 +90,11 @@ def test_created_objects_are_defaulted(custom: client.CustomObjectsApi) -> None:
         "notify": True,
         "annotate": True,
         "reclaim": True,
+        "reproveAfterOutage": "0s",
     }
     assert spec["alerts"]["matchLabels"] == {"guardian_class": "reclaimable"}
     assert spec["delegation"] == "none"
+    assert spec["partial"] == "notify"
     assert made["metadata"]["generation"] == 1
 
 
@@ -276,6 +281,18 @@ SAMPLES: list[tuple[str, dict[str, Any]]] = (
         )
     ]
     + [
+        (RULE_RIGHT_SIZE, spec)
+        for spec in (
+            {},
+            {"partial": "notify"},
+            {"partial": "rightSize"},
+            {"partial": "rightSize", "ladder": {}},
+            {"partial": "rightSize", "ladder": {"reclaim": True}},
+            {"partial": "rightSize", "ladder": {"reclaim": False}},
+            {"partial": "notify", "ladder": {"reclaim": False}},
+        )
+    ]
+    + [
         (RULE_LABEL_KEYS, labels)
         for labels in (
             {},
@@ -419,3 +436,18 @@ def test_the_examples_pass_the_schema(
             custom.create_namespaced_custom_object(
                 GROUP, VERSION, ns, "reclaimpolicies", obj, field_validation="Strict"
             )
+
+
+def test_a_policy_at_every_limit_is_created(custom: client.CustomObjectsApi) -> None:
+    create(custom, copy.deepcopy(AT_THE_LIMITS), field_validation="Strict")
+
+
+@pytest.mark.parametrize(("spec", "field"), OVER, ids=[field for _, field in OVER])
+def test_the_api_refuses_a_policy_over_a_limit(
+    custom: client.CustomObjectsApi, spec: dict[str, Any], field: str
+) -> None:
+    """The same field the pydantic model names (tests/unit/guardian/model/)."""
+    status, body = error_of(lambda: create(custom, policy(**spec)))
+    assert status == 422
+    causes = {c["field"]: c["message"] for c in body["details"]["causes"]}
+    assert causes[field].startswith(("Too long: ", "Too many: ")), causes

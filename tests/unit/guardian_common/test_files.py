@@ -1,4 +1,6 @@
-"""read_text: regular files only, bounded, UTF-8; every refusal one line naming the file."""
+"""The bounded reader: regular files only, bounded, UTF-8; every refusal one line naming
+the file. For text (read_text), secrets, certificates and keys (read_secret, read_bytes,
+check_file, pinned_path)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,20 @@ from pathlib import Path
 import pytest
 
 from guardian_common.errors import ConfigError
-from guardian_common.files import MAX_FILE_BYTES, UnsafeFileError, read_regular_file, read_text
+from guardian_common.files import (
+    CERTIFICATE,
+    MAX_FILE_BYTES,
+    SECRET,
+    FileReadError,
+    UnsafeFileError,
+    check_file,
+    not_regular,
+    pinned_path,
+    read_bytes,
+    read_regular_file,
+    read_secret,
+    read_text,
+)
 
 
 def test_reads_utf8_text(tmp_path: Path) -> None:
@@ -82,3 +97,71 @@ def test_missing_file_says_what_it_was_for(tmp_path: Path) -> None:
         str(info.value)
         == f"{tmp_path / 'nope.yaml'}: cannot read config: No such file or directory"
     )
+
+
+@pytest.fixture(
+    params=[
+        (lambda p: os.mkfifo(p), "not a regular file (a FIFO)"),
+        (lambda p: p.symlink_to("/dev/zero"), "not a regular file (a character device)"),
+        (lambda p: p.mkdir(), "not a regular file (a directory)"),
+    ],
+    ids=["fifo", "dev-zero", "directory"],
+)
+def unsafe(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, str]:
+    make, reason = request.param
+    path = tmp_path / "f"
+    make(path)
+    return path, reason
+
+
+def test_every_reader_refuses_what_is_not_a_regular_file(unsafe: tuple[Path, str]) -> None:
+    path, reason = unsafe
+    calls = [
+        lambda: read_secret(path),
+        lambda: read_bytes(path, CERTIFICATE),
+        lambda: check_file(path, CERTIFICATE, field="web.tls_cert_file"),
+        lambda: pinned_path(path, CERTIFICATE).__enter__(),
+    ]
+    for call in calls:
+        with pytest.raises(FileReadError) as info:
+            call()
+        assert (info.value.path, info.value.reason) == (str(path), reason)
+
+
+def test_a_secret_is_stripped_bounded_and_never_shown(tmp_path: Path) -> None:
+    path = tmp_path / "token"
+    path.write_bytes(b"  s3cret\n")
+    assert read_secret(path) == "s3cret"
+    path.write_bytes(b"x" * SECRET.max_bytes)
+    assert len(read_secret(path)) == SECRET.max_bytes
+    path.write_bytes(b"x" * (SECRET.max_bytes + 1))
+    with pytest.raises(FileReadError, match="the limit is 65536 bytes"):
+        read_secret(path)
+    path.write_bytes(b"s3cr\xe9t\n")
+    with pytest.raises(FileReadError) as info:
+        read_secret(path, "bearer token file")
+    assert str(info.value) == f"{path}: bearer token file is not UTF-8 text"
+
+
+def test_a_missing_file_says_what_it_was_for(tmp_path: Path) -> None:
+    with pytest.raises(FileReadError) as info:
+        check_file(tmp_path / "nope", CERTIFICATE, field="remote_write.tls.ca_file")
+    assert str(info.value) == (
+        f"{tmp_path / 'nope'}: remote_write.tls.ca_file: "
+        "cannot read certificate or key: No such file or directory"
+    )
+
+
+def test_a_pinned_path_is_the_file_checked_even_if_the_name_is_swapped(tmp_path: Path) -> None:
+    path = tmp_path / "cert.pem"
+    path.write_text("the certificate\n", encoding="utf-8")
+    with pinned_path(path, CERTIFICATE) as pinned:
+        path.unlink()
+        os.mkfifo(path)  # what a library opening the name now would block on
+        with open(pinned, encoding="utf-8") as opened:
+            assert opened.read() == "the certificate\n"
+
+
+def test_not_regular_names_the_kind() -> None:
+    assert not_regular(os.stat("/dev/null").st_mode) == "not a regular file (a character device)"
+    assert not_regular(os.stat(__file__).st_mode) is None

@@ -5,6 +5,7 @@ remembered, and a bearer token file is re-read when it changes."""
 from __future__ import annotations
 
 import base64
+import os
 import threading
 from pathlib import Path
 
@@ -169,6 +170,21 @@ def test_an_empty_or_missing_token_file_fails_at_start(tmp_path: Path) -> None:
         Authenticator(bearer_token_file=empty)
     with pytest.raises(ConfigError, match="cannot read"):
         Authenticator(bearer_token_file=tmp_path / "missing")
+
+
+def test_a_token_file_that_turns_into_a_fifo_keeps_the_last_token(tmp_path: Path) -> None:
+    """Bounded and non-blocking: a FIFO at start is one line; swapped in later, the
+    request neither blocks nor loses the token read last."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match=r"fifo: not a regular file \(a FIFO\)"):
+        Authenticator(bearer_token_file=fifo)
+    token = tmp_path / "token"
+    token.write_text("tok-123456\n")
+    auth = Authenticator(bearer_token_file=token)
+    token.unlink()
+    token.symlink_to("/dev/zero")
+    assert auth.check("Bearer tok-123456", "10.0.0.1").allowed
 
 
 def test_users_and_token_together(tmp_path: Path) -> None:

@@ -73,6 +73,7 @@ ENRICHMENT = Enrichment(
         UnallocatedUse("0", "GPU-a", "uid-train", "main", MAIN_ID, ("ml", "train-0", "vision")),
     ),
     kube_up=True,
+    cluster_uid="5f0c2a4e-0f5e-4a8a-9d55-2b1f3c0e7a11",
 )
 FULL = Snapshot(
     node="gpu-node-1",
@@ -103,6 +104,7 @@ FAMILIES = {
     "guardian_pod_gpu_allocated",
     "guardian_pod_gpu_unallocated_use",
     "guardian_exporter_kube_up",
+    "guardian_exporter_cluster_info",
     "guardian_exporter_nvml_up",
     "guardian_exporter_snapshot_stale",
     "guardian_exporter_last_success_timestamp_seconds",
@@ -149,6 +151,28 @@ def test_without_a_cluster_name_no_series_has_a_cluster_label() -> None:
     assert {name for name, _, _ in samples} == FAMILIES
     assert all(
         "cluster" not in labels and labels["node"] == "gpu-node-1" for _, labels, _ in samples
+    )
+
+
+def test_cluster_info_carries_the_cluster_uid_once_it_is_read() -> None:
+    """The kube-system Namespace's UID, with the node-wide labels (issue #28)."""
+    [info] = _of(
+        render(dataclasses.replace(FULL, cluster="prod-eu")), "guardian_exporter_cluster_info"
+    )
+    assert info == {
+        "node": "gpu-node-1",
+        "cluster": "prod-eu",
+        "cluster_uid": "5f0c2a4e-0f5e-4a8a-9d55-2b1f3c0e7a11",
+    }
+    unread = dataclasses.replace(ENRICHMENT, cluster_uid="")
+    assert (
+        _of(render(dataclasses.replace(FULL, enrichment=unread)), "guardian_exporter_cluster_info")
+        == []
+    )
+    # Without Kubernetes (no API access) there is no UID to report.
+    assert (
+        _of(render(dataclasses.replace(FULL, enrichment=None)), "guardian_exporter_cluster_info")
+        == []
     )
 
 

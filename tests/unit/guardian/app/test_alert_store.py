@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import sqlite3
 from pathlib import Path
 
@@ -113,3 +114,31 @@ def test_incremental_save_writes_changes_and_deletes_vanished(tmp_path: Path) ->
     assert loaded is not None
     assert loaded.rules == second
     assert loaded.last_eval_ts == 280.0
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (lambda p: os.mkfifo(p), "not a regular file (a FIFO)"),
+        (lambda p: p.symlink_to("/dev/zero"), "not a regular file (a character device)"),
+        (lambda p: p.mkdir(), "not a regular file (a directory)"),
+        (lambda p: p.write_bytes(b"not sqlite\n" * 100), "file is not a database"),
+    ],
+    ids=["fifo", "dev-zero", "directory", "not-sqlite"],
+)
+def test_a_state_path_that_is_no_database_is_one_line(
+    tmp_path: Path, make: object, reason: str
+) -> None:
+    """``guardian status --state /dev/zero`` printed a 28-line sqlite traceback."""
+    path = tmp_path / "state.db"
+    assert callable(make)
+    make(path)
+    with pytest.raises(ConfigError) as info:
+        Database.open(path, [MigrationSet("x", ("CREATE TABLE t (a)",))])
+    assert str(info.value) == f"{path}: cannot open state database: {reason}"
+
+
+def test_a_fifo_beside_the_database_is_refused(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "state.db-wal")
+    with pytest.raises(ConfigError, match=r"state\.db-wal: .*not a regular file \(a FIFO\)"):
+        Database.open(tmp_path / "state.db")

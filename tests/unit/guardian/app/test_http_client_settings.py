@@ -6,6 +6,7 @@ config; they still fail at startup and still name the field.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -150,6 +151,42 @@ def test_a_missing_remote_write_tls_file_fails_at_startup(tmp_path: Path, option
     with pytest.raises(ConfigError, match="no such file") as info:
         remote_write_client(settings.remote_write)
     assert info.value.field == f"remote_write.tls.{option}"
+
+
+@pytest.mark.parametrize(
+    ("tls", "field"),
+    [
+        ("  tls: {ca_file: odd}\n", "remote_write.tls.ca_file"),
+        ("  tls: {cert_file: odd, key_file: k.pem}\n", "remote_write.tls.cert_file"),
+        ("  bearer_token_file: odd\n", "remote_write.bearer_token_file"),
+        (
+            "  basic_auth: {username: u, password_file: odd}\n",
+            "remote_write.basic_auth.password_file",
+        ),
+    ],
+)
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (lambda p: os.mkfifo(p), "not a regular file (a FIFO)"),
+        (lambda p: p.symlink_to("/dev/zero"), "not a regular file (a character device)"),
+        (lambda p: p.write_bytes(b"x" * (2 << 20)), "too large"),
+    ],
+    ids=["fifo", "dev-zero", "2MiB"],
+)
+def test_an_unsafe_client_file_fails_at_startup(
+    tmp_path: Path, tls: str, field: str, make: object, reason: str
+) -> None:
+    (tmp_path / "k.pem").write_text("x")
+    assert callable(make)
+    make(tmp_path / "odd")
+    settings = parse_settings(remote_write(tls), str(tmp_path / "guardian.yaml"))
+    assert settings.remote_write is not None
+
+    with pytest.raises(ConfigError) as info:
+        remote_write_client(settings.remote_write)
+    assert (info.value.path, info.value.field) == (str(tmp_path / "odd"), field)
+    assert reason in info.value.reason
 
 
 def test_the_engine_runs_its_queries_with_the_configured_concurrency(tmp_path: Path) -> None:

@@ -158,7 +158,7 @@ LEASE = MINIMAL + "remediation:\n  leader_election: {{{}}}\n"
         ("lease_duration: 10s, renew_deadline: 10s", "must be longer than renew_deadline (10s)"),
         ("renew_deadline: 2400ms, retry_period: 2s", "renew_deadline (2s400ms) must be longer"),
         ("renew_deadline: 2s, retry_period: 2s", "than 1.2 x retry_period (2s)"),
-        ("lease_duration: 1500ms, renew_deadline: 1s, retry_period: 500ms", "whole seconds"),
+        ("lease_duration: 2500ms, renew_deadline: 2s, retry_period: 1s", "whole seconds"),
     ],
 )
 def test_lease_timing_is_what_client_go_requires(timing: str, reason: str) -> None:
@@ -168,6 +168,36 @@ def test_lease_timing_is_what_client_go_requires(timing: str, reason: str) -> No
     (error,) = info.value.errors
     assert (error.line, error.field) == (5, "remediation.leader_election")
     assert reason in error.reason
+
+
+@pytest.mark.parametrize(
+    ("timing", "field", "reason"),
+    [
+        ("lease_duration: 100y", "lease_duration", "must be at most 1d (the Lease holds"),
+        ("lease_duration: 2147483648s", "lease_duration", "must be at most 1d"),
+        ("lease_duration: 86401s", "lease_duration", "got 1d1s"),
+        ("retry_period: 1ms", "retry_period", "must be at least 1s (every retry writes"),
+        ("retry_period: 999ms", "retry_period", "got 999ms"),
+    ],
+)
+def test_lease_timing_is_what_the_api_server_accepts(timing: str, field: str, reason: str) -> None:
+    """A Lease holds int32 seconds (beyond them every write is refused and nobody leads),
+    and every retry is a write: each bound is one line naming the file, line and field."""
+    with pytest.raises(ConfigErrors) as info:
+        parse_settings(LEASE.format(timing), "c.yaml")
+    (error,) = info.value.errors
+    assert (error.path, error.line, error.field) == (
+        "c.yaml",
+        5,
+        f"remediation.leader_election.{field}",
+    )
+    assert reason in error.reason
+
+
+def test_the_longest_lease_is_accepted() -> None:
+    timing = "lease_duration: 1d, renew_deadline: 23h, retry_period: 1s"
+    settings = parse_settings(LEASE.format(timing), "c.yaml")
+    assert settings.remediation.leader_election.lease_duration == 86_400.0
 
 
 @pytest.mark.parametrize(

@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from guardian.adapters.status_api import fetch_status, status_url
+from guardian.adapters.kube.rest import NotFound
+from guardian.adapters.status_api import fetch_explain, fetch_status, status_url
 from guardian.app.http_api import EngineHTTPServer
 from guardian.app.rules.runtime import RuleEngine
 from guardian.model.query import QueryResult
-from guardian_common.errors import PermanentError, TransientError
+from guardian_common.errors import ConfigError, PermanentError, TransientError
 
 REPORT = {"alerts": [], "pending": [{"workload": "ml/Deployment/x"}], "reclaimed": []}
 
@@ -63,3 +64,27 @@ def test_the_status_url_and_messages_never_show_user_information() -> None:
     with pytest.raises(TransientError) as info:  # nothing listens there
         fetch_status("http://user:secret@127.0.0.1:9/nothing/api/v1/status", timeout=0.5)
     assert "secret" not in str(info.value)
+
+
+def _explain(target: str, at: float | None) -> dict[str, Any]:
+    if target == "ml/Deployment/gone":
+        raise NotFound("deployments ml/gone not found")
+    if "/" not in target:
+        raise ConfigError(f"expected NAMESPACE/KIND/NAME, got {target!r}", field="target")
+    return {"workload": target, "at": at}
+
+
+def test_explain_is_served_with_its_errors_as_api_errors(server: Any) -> None:
+    base = server(explain=_explain)
+    assert fetch_explain(base, "ml/Deployment/x", None) == {
+        "workload": "ml/Deployment/x",
+        "at": None,
+    }
+    at = fetch_explain(base, "ml/Deployment/x", "2023-11-14T22:13:20Z")["at"]
+    assert at == 1_700_000_000.0
+    with pytest.raises(PermanentError, match="HTTP 404: deployments ml/gone not found"):
+        fetch_explain(base, "ml/Deployment/gone", None)
+    with pytest.raises(PermanentError, match="HTTP 400: target: expected NAMESPACE/KIND/NAME"):
+        fetch_explain(base, "nonsense", None)
+    with pytest.raises(PermanentError, match="HTTP 400: at: not an RFC 3339 time"):
+        fetch_explain(base, "ml/Deployment/x", "yesterday")

@@ -192,3 +192,48 @@ def test_a_merge_that_sets_a_map_key_twice_is_refused_as_yaml_v2_strict_does() -
     assert "t.yaml:14: tests[1].external_labels.cluster: key 'cluster' already set in map" in str(
         info.value
     )
+
+
+def _series(*values: str) -> str:
+    rows = "".join(
+        f"      - series: 'up{{job=\"{i}\"}}'\n        values: '{v}'\n"
+        for i, v in enumerate(values)
+    )
+    return f"tests:\n  - interval: 1m\n    input_series:\n{rows}"
+
+
+@pytest.mark.parametrize(
+    ("values", "where"),
+    [
+        (("0+1x100000000",), "t.yaml:4: tests[0].input_series[0]"),
+        (("1x999999", "_x2"), "t.yaml:6: tests[0].input_series[1]"),
+        (("stalex600000", "0-1x600000"), "t.yaml:6: tests[0].input_series[1]"),
+    ],
+)
+def test_series_expanding_beyond_a_million_samples_are_refused_before_expanding(
+    values: tuple[str, ...], where: str
+) -> None:
+    """``0+1x100000000`` took 3 GB; the count is checked before any point is made."""
+    with pytest.raises(ConfigErrors) as info:
+        parse_test_file(_series(*values), "t.yaml")
+    (error,) = info.value.errors
+    assert str(error).startswith(f"{where}: the input series of a test group may have at most")
+
+
+def test_a_million_samples_per_group_are_accepted() -> None:
+    (group,) = parse_test_file(_series("1x499999", "_x250000", "0+1x249999"), "t.yaml").tests
+    assert sum(len(s.points) for s in group.input_series) == 1_000_000
+
+
+def test_an_eval_time_needing_too_many_evaluations_is_refused() -> None:
+    text = (
+        "evaluation_interval: 1ms\ntests:\n"
+        "  - alert_rule_test:\n      - {eval_time: 1h, alertname: A}\n"
+    )
+    with pytest.raises(ConfigErrors) as info:
+        parse_test_file(text, "t.yaml")
+    (error,) = info.value.errors
+    assert str(error) == (
+        "t.yaml:3: tests[0]: an eval_time of 1h at an evaluation_interval of 1ms needs "
+        "3600001 evaluations; at most 1000000 are allowed"
+    )

@@ -114,6 +114,8 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str | None]] = [
         {"checkpoint": {"enabled": True}},
         "spec.checkpoint.onTimeout",
     ),
+    ("rightSize where the cluster only notifies", {}, {"partial": "rightSize"}, "spec.partial"),
+    ("notify where the cluster right-sizes", {"partial": "rightSize"}, {}, None),
     ("windows added", {}, {"activeWindows": ["Mon-Fri 09:00-17:00 UTC"]}, None),
     (
         "notify outside where the cluster does not",

@@ -662,7 +662,7 @@ def test_an_outage_holds_the_episode_instead_of_closing_it(
     assert result.closed_episodes == ()
     (held,) = [w for w in result.waits if w.workload == ref()]
     assert held.episode == EPISODE
-    assert held.reason.startswith("held: its alerts cannot be seen now (")
+    assert held.reason.startswith("its alerts cannot be seen now: ")
     assert why in held.reason
     assert not held.refused
     # Once the evaluations are healthy again and the alerts are still gone, it closes.

@@ -77,11 +77,18 @@ def test_a_kubectl_export_is_read_without_its_server_fields() -> None:
         ("  reclaim: {when: sometimes}", "spec.reclaim.when"),
         ("  checkpoint: {enabled: true, onTimeout: never}", "spec.checkpoint.onTimeout"),
         ("  checkpoint: {timeout: 0s}", "spec.checkpoint.timeout"),
+        ("  partial: sometimes", "spec.partial: Input should be 'notify' or 'rightSize'"),
     ],
 )
 def test_new_fields_are_checked_in_files(line: str, error: str) -> None:
     with pytest.raises(ConfigErrors, match=error):
         parse_policies(CLUSTER + line + "\n", "p.yaml")
+
+
+def test_a_right_size_needs_the_reclaim_step() -> None:
+    warn_only = CLUSTER.replace("{gracePeriod: 1h}", "{gracePeriod: 1h, reclaim: false}")
+    with pytest.raises(ConfigErrors, match=r"p\.yaml:4: spec: partial: rightSize needs ladder"):
+        parse_policies(warn_only + "  partial: rightSize\n", "p.yaml")
 
 
 def test_object_form_names_the_field() -> None:

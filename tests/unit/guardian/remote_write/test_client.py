@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import email.utils
+import os
 import socket
 import time
 from pathlib import Path
@@ -282,4 +283,19 @@ def test_https_without_the_ca_or_without_a_client_certificate_fails(
         unknown_ca.write(SERIES)
     with pytest.raises(TransientError):
         no_client_cert.write(SERIES)
+    assert tls_receiver.requests == []
+
+
+def test_a_ca_file_swapped_for_a_fifo_fails_the_write_without_blocking(
+    tls_receiver: Receiver, pki: Pki, tmp_path: Path
+) -> None:
+    """requests hands the paths to ssl at each connect: they are checked just before,
+    so a FIFO is a permanent error naming it, not a connect that blocks forever."""
+    ca = tmp_path / "ca.pem"
+    ca.write_bytes(pki.ca.read_bytes())
+    client = RemoteWriteClient(HttpClientConfig(tls_receiver.url, tls=TlsConfig(ca_file=ca)))
+    ca.unlink()
+    os.mkfifo(ca)
+    with pytest.raises(PermanentError, match=r"ca\.pem: not a regular file \(a FIFO\)"):
+        client.write(SERIES)
     assert tls_receiver.requests == []

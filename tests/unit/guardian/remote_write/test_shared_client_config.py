@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -110,6 +111,9 @@ def test_inline_password_and_extra_headers(
         ("missing token", "cannot read bearer token file"),
         ("empty token", "bearer token file .* is empty"),
         ("missing password", "cannot read password file"),
+        ("FIFO token", r"cannot read bearer token file .*fifo: not a regular file \(a FIFO\)"),
+        ("/dev/zero password", r"password file .*zero: not a regular file"),
+        ("non-UTF-8 token", "bearer token file is not UTF-8 text"),
     ],
 )
 def test_an_unreadable_credential_is_a_permanent_error_and_nothing_is_sent(
@@ -121,12 +125,20 @@ def test_an_unreadable_credential_is_a_permanent_error_and_nothing_is_sent(
 ) -> None:
     empty = tmp_path / "empty"
     empty.write_text(" \n")
+    os.mkfifo(tmp_path / "fifo")  # a request once blocked on it forever
+    (tmp_path / "zero").symlink_to("/dev/zero")  # and read gigabytes from this
+    (tmp_path / "latin1").write_bytes(b"caf\xe9\n")
     config = {
         "missing token": HttpClientConfig(receiver.url, bearer_token_file=tmp_path / "nope"),
         "empty token": HttpClientConfig(receiver.url, bearer_token_file=empty),
         "missing password": HttpClientConfig(
             receiver.url, basic_auth=BasicAuthConfig("u", password_file=tmp_path / "nope")
         ),
+        "FIFO token": HttpClientConfig(receiver.url, bearer_token_file=tmp_path / "fifo"),
+        "/dev/zero password": HttpClientConfig(
+            receiver.url, basic_auth=BasicAuthConfig("u", password_file=tmp_path / "zero")
+        ),
+        "non-UTF-8 token": HttpClientConfig(receiver.url, bearer_token_file=tmp_path / "latin1"),
     }[case]
     send = make_client(receiver, config)
 
