@@ -1,4 +1,5 @@
-"""Exporter under load: many scrapers at once, with and without basic auth (issue #14).
+"""Exporter under load: many scrapers at once, with and without basic auth (issue #14),
+and beside connections that send nothing or trickle their request (issue #30).
 
 Serves one busy node's series (bench/exporter_bench.py's: 8 GPUs, 64 pods, 512 processes)
 three ways in this process, and scrapes each from a separate process (so the scrapers do
@@ -15,7 +16,15 @@ count of each outcome: 200, 503 (over --max-requests), 429, other HTTP, timeouts
 Prometheus's default scrape timeout) and connection errors. Then 200 wrong passwords
 from one client, with the server's CPU time they cost.
 
+Then each server again, without auth, while another process holds ``--attackers``
+connections open: idle ones (connected, nothing sent) or slowloris ones (a request
+trickled a byte every 0.1 s); whichever the server closes is opened again at once. For
+10 scrapers (no more than --max-requests, so every scrape is due a 200) and for 200, it
+prints the same figures, the p99 against the same server without the attackers, and how
+many attacking connections the server closed.
+
     .venv/bin/python bench/exporter_load.py [--per-scraper 5] [--max-requests 10]
+        [--attackers 100]
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from __future__ import annotations
 import argparse
 import base64
 import multiprocessing
+import socket
 import statistics
 import tempfile
 import threading
@@ -31,6 +41,8 @@ import urllib.error
 import urllib.request
 from collections import Counter
 from collections.abc import Callable
+from multiprocessing.sharedctypes import Synchronized
+from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +133,66 @@ def report(name: str, results: list[tuple[str, float]]) -> None:
     )
 
 
+ATTACK_SCRAPERS = (10, 200)
+SLOW_REQUEST = b"GET /metrics HTTP/1.1\r\nHost: exporter\r\n"
+
+
+def _attack_open(port: int, slow: bool) -> socket.socket | None:
+    try:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=2)
+        if slow:
+            sock.send(SLOW_REQUEST[:1])
+        sock.setblocking(False)
+        return sock
+    except OSError:
+        return None
+
+
+def _attack_alive(sock: socket.socket, slow: bool, sent: int) -> bool:
+    """False once the server has closed (or answered) it; trickles one more byte."""
+    try:
+        sock.recv(1)
+        return False  # b"" (closed) or an answer: either way, over
+    except BlockingIOError:
+        pass  # nothing yet: still held
+    except OSError:
+        return False
+    if slow:
+        try:
+            sock.send(
+                (SLOW_REQUEST + b"X-Slow: " + b"a" * 10_000)[sent % 10_000 : sent % 10_000 + 1]
+            )
+        except OSError:
+            return False
+    return True
+
+
+def attack(
+    port: int, count: int, slow: bool, ready: Event, stop: Event, closed: Synchronized[int]
+) -> None:
+    """In the attacker process: ``count`` connections held open (``slow``: trickling),
+    each one the server closes opened again; ``closed`` counts those."""
+    socks = [_attack_open(port, slow) for _ in range(count)]
+    ready.set()
+    sent = 1
+    while not stop.wait(0.1):
+        sent += 1
+        for i, sock in enumerate(socks):
+            if sock is not None and _attack_alive(sock, slow, sent):
+                continue
+            if sock is not None:
+                sock.close()
+                with closed.get_lock():
+                    closed.value += 1
+            socks[i] = _attack_open(port, slow)
+    for sock in socks:  # closed since the last look
+        if sock is not None and not _attack_alive(sock, False, sent):
+            with closed.get_lock():
+                closed.value += 1
+        if sock is not None:
+            sock.close()
+
+
 def serve_ours(store: SnapshotStore, max_requests: int, auth: Authenticator) -> HttpServer:
     """As exporter/app/serve.py builds it."""
     app = ExporterApp(store, max_requests=max_requests, auth=auth)
@@ -138,10 +210,43 @@ def cpu_of(fn: Callable[[], Any]) -> tuple[Any, float]:
     return result, time.process_time() - started
 
 
+Run = Callable[..., list[tuple[str, float]]]
+
+
+def attacks(run: Run, servers: dict[str, int], count: int, per: int) -> None:
+    """Each server, without auth, beside ``count`` idle and then slowloris connections."""
+    context = multiprocessing.get_context("spawn")
+    for scrapers in ATTACK_SCRAPERS:
+        print(f"{scrapers} concurrent scrapers beside {count} attacking connections:")
+        for name, port in servers.items():
+            run(name, port, scrapers, None, 1, False)  # warm-up, not shown
+            calm = run(name, port, scrapers, None, per)
+            for slow in (False, True):
+                kind = "slowloris" if slow else "idle"
+                closed = context.Value("i", 0)
+                ready, stop = context.Event(), context.Event()
+                holder = context.Process(
+                    target=attack, args=(port, count, slow, ready, stop, closed)
+                )
+                holder.start()
+                ready.wait(60)
+                time.sleep(1.5)  # held for a while: a second old, and trickling
+                try:
+                    results = run(f"{name}, {count} {kind}", port, scrapers, None, per)
+                finally:
+                    stop.set()
+                    holder.join(60)
+                ratio = p99_answered(results) / p99_answered(calm)
+                print(f"    p99 {ratio:.2f}x the same server without them; it closed "
+                      f"{closed.value} attacking connections meanwhile")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--per-scraper", type=int, default=5, help="scrapes per scraper")
     parser.add_argument("--max-requests", type=int, default=10, help="as --max-requests")
+    parser.add_argument("--attackers", type=int, default=100, help="idle or slow connections")
+    parser.add_argument("--attacks-only", action="store_true", help="skip the crowd and auth")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -170,14 +275,20 @@ def main() -> None:
     with context.Pool(1) as pool:
 
         def run(
-            name: str, port: int, scrapers: int, password: str | None, per: int
+            name: str, port: int, scrapers: int, password: str | None, per: int, show: bool = True
         ) -> list[tuple[str, float]]:
             url = f"http://127.0.0.1:{port}/metrics"
             results: list[tuple[str, float]] = pool.apply(load, ((url, scrapers, per, password),))
-            report(name, results)
+            if show:
+                report(name, results)
             return results
 
         try:
+            servers = {"baseline (prom_client)": baseline.server_address[1]}
+            servers["ours, no auth"] = open_server.port
+            if args.attacks_only:
+                attacks(run, servers, args.attackers, per)
+                return
             for scrapers in CONCURRENCY:
                 print(f"{scrapers} concurrent scrapers:")
                 port = baseline.server_address[1]
@@ -200,6 +311,7 @@ def main() -> None:
                 print(f"  server CPU: {cpu:.2f} s (a bcrypt for each: {200 * bcrypt_s:.1f} s)")
             finally:
                 auth_server.stop()
+            attacks(run, servers, args.attackers, per)
         finally:
             open_server.stop()
             baseline.shutdown()

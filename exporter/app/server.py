@@ -1,14 +1,15 @@
 """The HTTP server: /metrics, /healthz, /readyz. Optional TLS and basic auth.
 
 /metrics serves the current snapshot's pre-rendered bytes, so a scrape never waits on NVML.
-At most ``max_requests`` requests run at once, each counted from the moment its connection
-is taken off the backlog to its last byte written (reading the request and checking its
-password included, so neither a crowd of scrapers nor a flood of bad passwords can make
-more work than that); more get 503 with ``Retry-After`` at once. Failed logins are
+At most ``max_requests`` requests run at once, each counted from the moment its request
+has arrived whole to its last byte written (checking its password included, so neither a
+crowd of scrapers nor a flood of bad passwords can make more work than that); more get
+503 with ``Retry-After`` at once. A connection still sending its request (or sending
+nothing) takes no slot: the listener reads it without a thread. Failed logins are
 limited per client (429, see :mod:`guardian_common.http_auth`). The health endpoints need
-no credentials (kubelet probes send none), are answered even above the cap and never
-touch NVML. Connections, deadlines, the listen backlog and TLS:
-:mod:`guardian_common.http_server`.
+no credentials (kubelet probes send none), take no slot, are answered on threads of
+their own and never touch NVML. Connections, idle and trickling clients, deadlines, the
+listen backlog and TLS: :mod:`guardian_common.http_server`.
 """
 
 from __future__ import annotations
@@ -21,15 +22,16 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
 from exporter.app.collection import SnapshotStore
 from guardian_common.http_auth import Authenticator
-from guardian_common.http_server import LimitedHTTPServer, ServerLimits, ServerTls
+from guardian_common.http_server import PROBE_PATHS, LimitedHTTPServer, ServerLimits, ServerTls
 
 logger = logging.getLogger(__name__)
 
 StartResponse = Callable[..., Any]
 Headers = list[tuple[str, str]]
 REQUEST_TIMEOUT_S = 10.0  # Prometheus's default scrape timeout
-# Connections served at once, one thread each: beyond --max-requests they are answered
-# 503 at once (and probes 200) instead of waiting; beyond this they wait in the backlog.
+# Connections open at once, and requests answered at once (a thread each): beyond
+# --max-requests a scrape is answered 503 at once (and a probe 200) instead of waiting;
+# beyond this the oldest connection still sending its request is closed.
 # 256: a few hundred scrapers at once, within the pod's memory limit.
 MAX_CONNECTIONS = 256
 
@@ -156,19 +158,27 @@ def _text(
 
 
 class _Handler(WSGIRequestHandler):
-    """Takes the app's request slot before reading the request, so a request waiting to
-    be read counts as running; health probes are answered either way."""
+    """Takes the app's request slot once the request has been parsed (the listener read
+    it whole before this thread started), for every path but the probes."""
 
     _release: Callable[[], None] | None = None
 
-    def handle(self) -> None:
+    def parse_request(self) -> bool:
+        if not super().parse_request():
+            return False
         app = self.server.get_app()  # type: ignore[attr-defined]
-        self._release = app.admit() if isinstance(app, ExporterApp) else None
+        probe = self.path.partition("?")[0] in PROBE_PATHS
+        if isinstance(app, ExporterApp) and not probe:
+            self._release = app.admit()
+        return True
+
+    def handle(self) -> None:
         try:
             super().handle()
         finally:
-            if self._release is not None:
-                self._release()
+            release, self._release = self._release, None
+            if release is not None:
+                release()
 
     def get_environ(self) -> dict[str, Any]:
         environ = super().get_environ()

@@ -4,7 +4,8 @@ with that expression and their alerts), ``/healthz``, ``/readyz`` and ``/metrics
 
 One port for all. The API and /metrics need credentials when ``web:`` sets a users
 or token file (Prometheus scrapes with its ServiceMonitor's basic auth or bearer token);
-the probes never do. Connections are capped, each has one deadline, TLS is optional
+the probes never do. Requests are read whole before a thread takes them, connections
+are capped, each has one deadline, the probes have threads of their own, TLS is optional
 (:mod:`guardian_common.http_server`); failed logins are limited per client
 (:mod:`guardian_common.http_auth`). The manifests bind the pod IP and a NetworkPolicy
 admits only Prometheus and the namespace's own pods; see docs/deploy.md.

@@ -2,10 +2,12 @@
 
 A click is recorded here *before* Slack is told we have it (the ack), and marked done
 after its action: a leader killed between the two leaves it pending, and the next leader
-acts on it. The record's key is the click's idempotency key (action, message, user),
-so a retried envelope or a double click finds its twin and is not acted on twice.
-Writes are compare-and-swap on the ConfigMap's ``resourceVersion``, through the
-leader's fenced client. Done records are dropped after ``retention``.
+acts on it. The record's key is the click's idempotency key (action, message, user and
+the press's ``action_ts``), so Slack's retry of one delivery finds its twin and is not
+acted on twice, while pressing the same button again later (a second *Keep 24h* once
+the first has run out) is a new click. Writes are compare-and-swap on the ConfigMap's
+``resourceVersion``, through the leader's fenced client. Done records are dropped after
+``retention`` (an hour: Slack retries within minutes), which keeps the ConfigMap small.
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ def data_key(click: Click) -> str:
 
 class ClickStore:
     def __init__(
-        self, rest: KubeRest, namespace: str, *, name: str = NAME, retention: float = 86400.0
+        self, rest: KubeRest, namespace: str, *, name: str = NAME, retention: float = 3600.0
     ) -> None:
         self.rest = rest
         self.namespace = namespace

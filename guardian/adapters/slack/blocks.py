@@ -3,6 +3,8 @@
 Limits (api.slack.com/reference/block-kit): at most 50 blocks, 3,000 characters per
 section text, 10 fields of 2,000, 150 for a header's plain text, 255 for a block_id.
 Every payload carries the plain ``text`` fallback (notifications and screen readers).
+Everything from outside is escaped there too, mentions are validated Slack IDs and the
+runbook is a link only when it is an ``http(s)`` URL (guardian/adapters/slack/mrkdwn.py).
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from guardian.adapters.slack import pipeline_blocks as pipeline
-from guardian.adapters.slack.mrkdwn import MAX_SECTION, Block, date, escape
+from guardian.adapters.slack.mrkdwn import MAX_SECTION, Block, date, escape, link
 from guardian.adapters.slack.mrkdwn import context as _context
 from guardian.adapters.slack.mrkdwn import cut as _cut
 from guardian.adapters.slack.mrkdwn import format_mentions as format_mentions
 from guardian.adapters.slack.mrkdwn import header as _header
 from guardian.adapters.slack.mrkdwn import section as _section
+from guardian.adapters.slack.mrkdwn import text as _text
 from guardian.adapters.slack.mrkdwn import user as _user
 from guardian.engine.notify.buttons import (
     LABELS,
@@ -100,7 +103,7 @@ def _fields(f: Finding, now: float) -> list[Block]:
     shown = [(k, v) for k, v in pairs if v]
     if len(shown) > MAX_FIELDS:  # the cost, last, matters more than the fields before it
         shown = shown[: MAX_FIELDS - 1] + shown[-1:]
-    return [{"type": "mrkdwn", "text": _cut(f"*{k}*\n{escape(v)}", MAX_FIELD)} for k, v in shown]
+    return [_text(f"*{k}*\n{escape(v)}", MAX_FIELD) for k, v in shown]
 
 
 def _waste_fields(f: Finding, now: float) -> list[tuple[str, str | None]]:
@@ -171,7 +174,7 @@ def _button(f: Finding, action: ButtonAction) -> Block:
     if action in _CONFIRM:
         button["confirm"] = {
             "title": {"type": "plain_text", "text": f"{LABELS[action]}?"},
-            "text": {"type": "mrkdwn", "text": _CONFIRM[action]},
+            "text": _text(_CONFIRM[action]),
             "confirm": {"type": "plain_text", "text": LABELS[action]},
             "deny": {"type": "plain_text", "text": "Cancel"},
         }
@@ -215,8 +218,8 @@ def render_parent(
     )
     if change is not None:
         lead = f"*{escape(change.text)}*\n{lead}"
-    if f.mentions:
-        lead += "\n" + format_mentions(f.mentions)
+    if mentions := format_mentions(f.mentions):
+        lead += "\n" + mentions
     blocks.append(_section(lead))
     blocks.append({"type": "section", "fields": _fields(f, now)})
     if f.advice:
@@ -243,17 +246,17 @@ def render_parent(
     if f.policy:
         links.append(f"policy `{escape(f.policy)}`")
     if f.runbook_url:
-        links.append(f"<{f.runbook_url}|Runbook>")
+        links.append(link(f.runbook_url, "Runbook"))
     blocks.append(_context(" · ".join(links)))
     return SlackPayload(_cut(fallback_text(f), MAX_TEXT), blocks)
 
 
 def fallback_text(f: Finding) -> str:
+    """The plain ``text`` (Slack parses it too): escaped, then the validated mentions."""
     _, status = _STATUS[f.phase]
     text = pipeline.fallback(f, status) if pipeline.is_pipeline(f.labels) else _about(f, status)
-    if f.mentions:
-        text += " " + format_mentions(f.mentions)
-    return text
+    mentions = format_mentions(f.mentions)
+    return escape(text) + (f" {mentions}" if mentions else "")
 
 
 def _about(f: Finding, status: str) -> str:
@@ -278,11 +281,12 @@ def render_reply(entry: HistoryEntry, f: Finding | None, alertname: str = "") ->
         line += f"\nNext: {entry.next_step.value} due {date(entry.next_step_due)}"
     if f is not None and entry.phase is Phase.RECLAIMED and f.restore_command:
         line += f"\nRestore with `{escape(f.restore_command)}`"
-    if entry.mentions:
-        line += "\n" + format_mentions(entry.mentions)
-    text = f"[{status}] {about}: {actor}{entry.text}"
-    if entry.mentions:
-        text += " " + format_mentions(entry.mentions)
+    mentions = format_mentions(entry.mentions)
+    if mentions:
+        line += "\n" + mentions
+    text = f"[{status}] {escape(about)}: {actor}{escape(entry.text)}"
+    if mentions:
+        text += " " + mentions
     return SlackPayload(_cut(text, MAX_TEXT), [_section(line), _context(date(entry.at))])
 
 
@@ -343,9 +347,9 @@ def render_group(s: GroupSummary, now: float) -> SlackPayload:
     runbook = next((f.runbook_url for f in s.findings if f.runbook_url), None)
     tail = [f"updated {date(now)}"]
     if runbook:
-        tail.append(f"<{runbook}|Runbook>")
+        tail.append(link(runbook, "Runbook"))
     blocks.append(_context(" · ".join(tail)))
-    text = f"{n} x {s.alertname} in {s.namespace} ({counts})"
+    text = escape(f"{n} x {s.alertname} in {s.namespace} ({counts})")
     return SlackPayload(_cut(text, MAX_TEXT), blocks[:MAX_BLOCKS])
 
 

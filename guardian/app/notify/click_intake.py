@@ -1,10 +1,14 @@
 """Buttons on Slack messages: a click is an intake like the others.
 
-1. **take** (the listener's thread, within Slack's 3 s): parse the ``block_actions``
-   payload and record the click in the cluster (adapters/kube/click_store.py) as pending;
-   only then is it acknowledged. A twin (retried envelope, double click) is found there.
-2. **gather** (the worker): the episode as its parent shows it, the namespace's owners,
-   the user's groups among those allowed, the kill switch.
+1. **take** (``accept``): parse the ``block_actions`` payload and record the click in the
+   cluster (adapters/kube/click_store.py) as pending, under its key (one press). Socket
+   Mode acknowledges the envelope only then; the HTTP intake has acknowledged the request
+   already and calls this from its worker. A twin (Slack sent the same press again) is
+   found there.
+2. **gather** (the worker): the episode of the message that was pressed, from our own
+   records of that message (a button whose value names another episode is refused),
+   as its parent shows it; the namespace's owners, the user's groups among those
+   allowed, the kill switch.
 3. **plan** (pure, engine/notify/click_plan.py): authorization, staleness, repeats.
 4. **act** (click_actions.py) through the ladder's executor or step runner, record it in
    the ledger, mark the click done, and let the notifier update the parent and say it
@@ -26,6 +30,7 @@ from typing import Any, Protocol
 from guardian.adapters.kube.click_store import DONE
 from guardian.adapters.kube.fence import NotLeader
 from guardian.adapters.slack.block_actions import parse_click
+from guardian.adapters.slack.mrkdwn import escape
 from guardian.app.notify.click_actions import ClickActor
 from guardian.app.notify.click_wiring import ClickWiring
 from guardian.app.notify.service import SlackNotifier
@@ -205,7 +210,16 @@ class ClickService:
         self.notifier.on_click(outcome, record)
 
     def _gather(self, click: Click) -> ClickFacts:
-        finding = self._finding(click)
+        finding, foreign = self._finding(click)
+        if foreign:
+            logger.warning(
+                "slack: click %s by %s refused: its value %r is not the episode of message %s",
+                click.action_id,
+                click.user,
+                click.episode,
+                click.message_ts,
+            )
+            return ClickFacts(None, foreign=True)
         if finding is None or finding.workload is None or finding.namespace is None:
             return ClickFacts(finding)
         switch = self.w.kill_switch()
@@ -225,28 +239,38 @@ class ClickService:
             logger.warning("slack: members of %s unknown: %s", group, exc)
             return ()
 
-    def _finding(self, click: Click) -> Finding | None:
-        """The episode as its parent shows it; a parent another leader posted is adopted."""
-        found = self.notifier.finding(click.episode)
-        if found is not None or self.w.journal is None:
-            return found
+    def _finding(self, click: Click) -> tuple[Finding | None, bool]:
+        """The episode of the message that was pressed, as its parent shows it, and True
+        when the button's value names another one. The message is looked up in our own
+        records; a parent another leader posted, in the shared state (and adopted)."""
+        mine = self.notifier.message_episode(click.channel_id, click.message_ts)
+        if mine is not None:
+            return (None, True) if mine != click.episode else (self.notifier.finding(mine), False)
+        if self.w.journal is None:
+            return None, False
         try:
             self.w.journal.refresh()
             records = self.w.journal.episodes()
         except GuardianError as exc:
             logger.warning("slack: shared state unreadable for a click: %s", exc)
-            return None
+            return None, False
         for r in records:
-            if r.slack is not None and r.slack.alert_episode == click.episode:
-                self.notifier.adopt_thread(r.episode, r.slack, r.alert_labels)
-                adopted = self.notifier.finding(click.episode)
-                return adopted or unpack_finding(r.slack.finding, r.alert_labels, click.episode)
-        return None
+            parent = r.slack
+            if parent is None or parent.ts != click.message_ts:
+                continue
+            if parent.channel_id not in (None, click.channel_id):
+                continue
+            if parent.alert_episode != click.episode:
+                return None, True
+            self.notifier.adopt_thread(r.episode, parent, r.alert_labels)
+            adopted = self.notifier.finding(click.episode)
+            return adopted or unpack_finding(parent.finding, r.alert_labels, click.episode), False
+        return None, False
 
     def _answer(self, click: Click, plan: ClickPlan) -> None:
         if not plan.answer:
             return
-        try:
-            self.people.post_ephemeral(click.channel_id, click.user, plan.answer)
+        try:  # escaped: it may name a label value or an error's text
+            self.people.post_ephemeral(click.channel_id, click.user, escape(plan.answer))
         except GuardianError as exc:  # the user sees nothing happen, and may press again
             logger.warning("slack: could not answer %s: %s", click.user, exc)

@@ -33,6 +33,7 @@ from typing import Protocol
 from prometheus_client import CollectorRegistry
 
 from guardian.adapters.slack.outbox import IntakeRows, SlackStore
+from guardian.adapters.slack.posted import message_episode
 from guardian.adapters.slack.transport import Transport
 from guardian.adapters.sqlite_db import Database
 from guardian.app.notify.delivery import Deliverer
@@ -253,6 +254,10 @@ class SlackNotifier:
         """The episode as its parent message shows it (None: not known here)."""
         row = self._store.episodes({episode}).get(episode)
         return row.finding if row is not None else None
+
+    def message_episode(self, channel_id: str, ts: str) -> str | None:
+        """The episode whose buttons our message ``ts`` carries (None: not ours here)."""
+        return message_episode(self._db, channel_id, ts)
 
     def adopt_thread(self, ladder: str, parent: SlackParent, labels: LabelSet) -> None:
         """Go on in a thread another leader started (a click on its parent)."""

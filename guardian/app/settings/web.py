@@ -27,9 +27,10 @@ class WebSettings(StrictModel):
     """Failed logins one client (address, or IPv6 /64) may make per minute, in a burst;
     beyond it 429 with Retry-After. 10: a typo is noticed, guessing is slowed to a crawl."""
     max_connections: Int = Field(default=64, ge=1, le=10_000)
-    """Connections served at once, one thread each; more wait in the listen backlog.
-    64: probes, Prometheus replicas and people with room to spare, while a flood cannot
-    exhaust the controller's memory (Prometheus's own default is 512)."""
+    """Requests served at once, one thread each, taken only once a request is complete
+    (an idle or trickling connection holds no thread; the probes have their own). 64:
+    Prometheus replicas and people with room to spare, while a flood cannot exhaust the
+    controller's memory (Prometheus's own default is 512)."""
     request_timeout: Duration = 10.0
     """Seconds one connection may take from accept to its last byte, however slowly the
     client sends. 10s: Prometheus's scrape timeout; every answer here takes milliseconds."""

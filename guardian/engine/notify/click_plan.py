@@ -1,9 +1,11 @@
 """Decide what a button click does: authorization, staleness, repeats. Pure.
 
-A click is an intake like the others: the service gathers the facts (the episode as the
-notifier knows it, the namespace's owners, the user's groups, the kill switch, whether
-this click was acted on before), this module plans, and the service acts through the
-ladder's executor. Every refusal comes with the answer the user sees (ephemeral).
+A click is an intake like the others: the service gathers the facts (the episode of the
+message that was pressed, as the notifier's own records of that message have it, and
+whether the button's value agrees; the namespace's owners, the user's groups, the kill
+switch, whether this press was acted on before), this module plans, and the service
+acts through the ladder's executor. Every refusal comes with the answer the user sees
+(ephemeral).
 """
 
 from __future__ import annotations
@@ -25,16 +27,17 @@ class Click:
     """One press of one button, as Slack reported it."""
 
     action_id: str
-    episode: str  # the button's value: the notifier's episode
+    episode: str  # the button's value: the episode it was rendered for (checked)
     user: str
     channel_id: str
     message_ts: str
-    action_ts: float  # when it was pressed (Slack's clock)
+    action_ts: float  # when it was pressed (Slack's clock): one press
 
     @property
     def key(self) -> str:
-        """Idempotency: a retried envelope or a double click has the same key."""
-        return f"{self.action_id}:{self.message_ts}:{self.user}"
+        """Idempotency, per press: Slack's retries of one delivery carry the same press
+        (its ``action_ts``); pressing the button again later is a new press."""
+        return f"{self.action_id}:{self.message_ts}:{self.user}:{self.action_ts:.6f}"
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,9 @@ class ClickFacts:
     member_of: frozenset[str] = frozenset()  # the user's groups among the allowed IDs
     kill_switch: bool = False  # settings or the controller namespace's annotation
     done_before: bool = False
+    # The button's value names another episode than the message it is on (by our own
+    # records of that message): a forged or mixed-up click, never acted on.
+    foreign: bool = False
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,9 @@ def plan_click(click: Click, facts: ClickFacts, access: Access, rules: ButtonRul
     except ValueError:
         return ClickPlan(None, "That button is not one of GPU Guardian's.", reason="unknown action")
     label = LABELS[action]
+    if facts.foreign:
+        why = "that button does not belong to the message it was pressed on"
+        return ClickPlan(None, f"Nothing changed: {why}.", reason="value disagrees with message")
     if facts.done_before:
         return ClickPlan(None, f"*{label}* was already done for this message.", reason="repeat")
     f = facts.finding

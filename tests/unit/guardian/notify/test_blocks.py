@@ -231,9 +231,14 @@ def test_user_text_is_escaped() -> None:
         (("@W0BOB",), "<@W0BOB>"),
         (("S0TEAM",), "<!subteam^S0TEAM>"),
         (("here", "@channel"), "<!here> <!channel>"),
-        (("<@U1|alice>",), "<@U1|alice>"),
-        (("@alice",), "@alice"),
-        (("<b>",), "<b>"),
+        (("<@U1|alice>", "U1"), "<@U1>"),
+        (("<!subteam^S1|team>", "<!here>"), "<!subteam^S1> <!here>"),
+        (("@alice",), ""),  # a name: Slack does not notify on it, so it is not shown
+        (("<b>",), ""),
+        (("<!everyone>", "everyone", "@everyone"), ""),  # never from an annotation
+        (("<https://evil.example/x|Restore now>", "U0OK"), "<@U0OK>"),
+        (("<!channel|Runbook>",), "<!channel>"),  # ready-made syntax: its label is dropped
+        (("u0lower", "U0&x", "S0>", "<@U0|a>b>"), ""),
     ],
 )
 def test_mentions(tokens: tuple[str, ...], expected: str) -> None:
