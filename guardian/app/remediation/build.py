@@ -69,7 +69,7 @@ def command_credentials(
 
 def engine_alerts(engine: RuleEngine) -> Callable[[], list[FiringAlert]]:
     def alerts() -> list[FiringAlert]:
-        windows = _windows(engine.groups)  # groups change on a reload
+        windows = rule_windows(engine.groups)  # groups change on a reload
         return [
             FiringAlert(
                 a.alert.labels,
@@ -85,7 +85,7 @@ def engine_alerts(engine: RuleEngine) -> Callable[[], list[FiringAlert]]:
     return alerts
 
 
-def _windows(groups: Sequence[CompiledGroup]) -> dict[tuple[str, str], float]:
+def rule_windows(groups: Sequence[CompiledGroup]) -> dict[tuple[str, str], float]:
     """(group, rule) -> how far back the rule looks: what its alerts' evidence covers.
     Rules of one name in a group keep the shortest window (the weakest claim)."""
     windows: dict[tuple[str, str], float] = {}

@@ -1,4 +1,8 @@
-"""The report as a terminal table, CSV (one row per day and key) and JSON."""
+"""The report as a terminal table, CSV (one row per day and key) and JSON.
+
+Idle GPU-hours come whole and split in two: in fully idle workloads (all of the
+workload's GPUs idle at the time: a reclaim frees them) and in partly idle ones (some of
+its GPUs busy or unknown at the time: only a right-size would free them)."""
 
 from __future__ import annotations
 
@@ -22,6 +26,8 @@ CSV_FIELDS = (
     "allocated_gpu_hours",
     "used_gpu_hours",
     "idle_gpu_hours",
+    "idle_gpu_hours_fully_idle",
+    "idle_gpu_hours_partly_idle",
     "cost",
     "idle_cost",
     "currency",
@@ -48,6 +54,16 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return [line.rstrip() for line in lines]
 
 
+SPLIT = ("FULLY IDLE", "PARTLY IDLE")
+SPLIT_MEANING = (  # what each of SPLIT counts
+    "idle GPU-hours in workloads all of whose GPUs were idle at the time (a reclaim frees them)",
+    (
+        "idle GPU-hours in workloads that also held a busy GPU, or one without utilization, "
+        "at the time (only a right-size frees them)"
+    ),
+)
+
+
 def header_line(result: ReportResult) -> str:
     return (
         f"GPU usage {rfc3339(result.since)} to {rfc3339(result.until)} "
@@ -67,26 +83,35 @@ def render_table(result: ReportResult, by: str) -> str:
             f"{s.allocated:.1f}",
             f"{s.used:.1f}",
             f"{s.idle:.1f}",
+            f"{s.idle_fully:.1f}",
+            f"{s.idle_partly:.1f}",
             _pct(s.utilization),
             money(s.cost, cur),
             money(s.idle_cost, cur),
         ]
 
     lines = [header_line(result), ""]
-    head = [by.upper(), "ALLOCATED GPU-h", "USED GPU-h", "IDLE GPU-h", "UTIL", "COST", "IDLE COST"]
-    lines += _table(head, [row(s) for s in summaries] + [row(everything)])
+    head = [by.upper(), "ALLOCATED GPU-h", "USED GPU-h", "IDLE GPU-h", *SPLIT, "UTIL", "COST"]
+    lines += _table([*head, "IDLE COST"], [row(s) for s in summaries] + [row(everything)])
     lines += ["", "per day (all keys):"]
     daily = [
         [
             day,
             f"{v['allocated'] or 0.0:.1f}",
             f"{v['idle'] or 0.0:.1f}",
+            f"{v['idle_fully'] or 0.0:.1f}",
+            f"{v['idle_partly'] or 0.0:.1f}",
             money(v["cost"], cur),
             money(v["idle_cost"], cur),
         ]
         for day, v in everything.daily.items()
     ]
-    lines += _table(["DAY", "ALLOCATED GPU-h", "IDLE GPU-h", "COST", "IDLE COST"], daily)
+    head = ["DAY", "ALLOCATED GPU-h", "IDLE GPU-h", *SPLIT, "COST", "IDLE COST"]
+    lines += _table(head, daily)
+    lines += [
+        "",
+        *(f"{name}: {meaning}" for name, meaning in zip(SPLIT, SPLIT_MEANING, strict=True)),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -106,6 +131,8 @@ def render_csv(result: ReportResult) -> str:
                 f"{r.allocated:.6f}",
                 f"{r.used:.6f}",
                 f"{r.idle:.6f}",
+                f"{r.idle_fully:.6f}",
+                f"{r.idle_partly:.6f}",
                 "" if r.cost is None else f"{r.cost:.6f}",
                 "" if r.idle_cost is None else f"{r.idle_cost:.6f}",
                 result.currency,
@@ -120,6 +147,8 @@ def _summary_json(s: Summary) -> dict[str, Any]:
         "allocated_gpu_hours": s.allocated,
         "used_gpu_hours": s.used,
         "idle_gpu_hours": s.idle,
+        "idle_gpu_hours_fully_idle": s.idle_fully,
+        "idle_gpu_hours_partly_idle": s.idle_partly,
         "utilization": s.utilization,
         "cost": s.cost,
         "idle_cost": s.idle_cost,

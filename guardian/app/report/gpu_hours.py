@@ -1,7 +1,8 @@
 """Read GPU-hours per day from Prometheus or Thanos and price them.
 
 For each UTC day of the range (the first and last may be partial), one query per view
-(allocated, used, idle) sums the view over the day on a ``resolution`` grid:
+(allocated, used, idle, and idle in partly idle workloads) sums the view over the day on
+a ``resolution`` grid:
 ``sum_over_time((VIEW)[<day - 1ms>:<resolution>])`` at the day's end, times the
 resolution, is the day's GPU-hours. Whole days are read as range queries with a one-day step, a
 chunk (``--chunk``) at a time; partial days as instant queries. Subquery points sit on
@@ -121,6 +122,7 @@ class UsageReport:
             "allocated": profile.allocated(BY),
             "used": profile.used(BY),
             "idle": profile.idle(BY, self.options.floor),
+            "idle_partly": profile.idle_partly(BY, self.options.floor),
         }
 
     def _read(

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from guardian.app.simulate.simulation import SimulationResult
-from guardian.engine.simulate.reclaim_outcomes import HoldSpan, ReclaimOutcome
+from guardian.engine.simulate.partial_outcomes import PartlyIdle
+from guardian.engine.simulate.reclaim_outcomes import Freed, HoldSpan, ReclaimOutcome
 from guardian.model.remediation_events import LadderStep
 from guardian.model.times import rfc3339
 from guardian_common.durations import format_duration
@@ -15,9 +16,17 @@ def _money(amount: float | None, currency: str) -> str:
     return "n/a (no price)" if amount is None else f"{currency}{amount:,.2f}"
 
 
-def _total_cost(result: SimulationResult) -> float | None:
-    costs = [r.freed.cost for r in result.reclaims]
+def _sum_cost(freed: list[Freed]) -> float | None:
+    costs = [f.cost for f in freed]
     return None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+
+
+def _total_cost(result: SimulationResult) -> float | None:
+    return _sum_cost([r.freed for r in result.reclaims])
+
+
+def _right_size_cost(result: SimulationResult) -> float | None:
+    return _sum_cost([p.freed for p in result.partly_idle])
 
 
 def _hold_line(span: HoldSpan) -> str:
@@ -40,6 +49,20 @@ def _reclaim_line(r: ReclaimOutcome, currency: str, horizon: float) -> str:
         f"  {rfc3339(s.at)} {s.workload} (policy {s.policy}, {s.alert_labels.get('alertname')}): "
         f"frees {r.freed.gpu_hours:.1f} GPU-hours, {_money(r.freed.cost, currency)}; {back}\n"
         f"      {s.reason}"
+    )
+
+
+def _partly_line(p: PartlyIdle, currency: str) -> str:
+    back = (
+        "not busy again before it ended"
+        if p.busy_again is None
+        else f"its idle part busy again at {rfc3339(p.busy_again)}"
+    )
+    return (
+        f"  {rfc3339(p.start)} to {rfc3339(p.end)} ({p.cycles} cycles) {p.workload} "
+        f"(policy {p.run.policy}): a right-size frees {p.freed.gpu_hours:.1f} GPU-hours, "
+        f"{_money(p.freed.cost, currency)}; {back}\n"
+        f"      {p.run.reason}"
     )
 
 
@@ -71,11 +94,18 @@ def render_text(result: SimulationResult) -> str:
     )
     lines.append(f"would-be reclaims: {len(result.reclaims)}")
     lines.extend(_reclaim_line(r, result.currency, result.horizon) for r in result.reclaims)
+    lines.append(f"partly idle, not reclaimed: {len(result.partly_idle)}")
+    lines.extend(_partly_line(p, result.currency) for p in result.partly_idle)
     regret = sum(1 for r in result.reclaims if r.regret)
     hours = sum(r.freed.gpu_hours for r in result.reclaims)
+    sized = sum(p.freed.gpu_hours for p in result.partly_idle)
     lines += [
         "",
         f"freed: {hours:.1f} GPU-hours, {_money(_total_cost(result), result.currency)}",
+        (
+            f"a right-size of the partly idle would have freed: {sized:.1f} GPU-hours, "
+            f"{_money(_right_size_cost(result), result.currency)}"
+        ),
         (
             f"regret: {regret} of {len(result.reclaims)} reclaims busy again within "
             f"{format_duration(result.horizon)}"
@@ -113,6 +143,30 @@ def _hold_json(span: HoldSpan) -> dict[str, Any]:
     }
 
 
+def _partly_json(p: PartlyIdle) -> dict[str, Any]:
+    first = p.run
+    return {
+        "start": rfc3339(p.start),
+        "end": rfc3339(p.end),
+        "cycles": p.cycles,
+        "workload": str(p.workload),
+        "policy": first.policy,
+        "cluster": first.cluster,
+        "reason": first.reason,
+        "pods": len(first.pods),
+        "idle_pods": first.idle_pods,
+        "parts": [{"pod": part.pod, "idle": part.idle, "why": part.why} for part in first.pods],
+        "idle_part": [
+            {"pod": i.pod, "gpus": None if i.devices is None else sorted(i.devices)}
+            for i in first.idle
+        ],
+        "busy_again_at": rfc3339(p.busy_again) if p.busy_again is not None else None,
+        "right_size_gpu_hours": round(p.freed.gpu_hours, 6),
+        "right_size_gpu_hours_by_model": {k: round(v, 6) for k, v in p.freed.by_model.items()},
+        "right_size_cost": None if p.freed.cost is None else round(p.freed.cost, 6),
+    }
+
+
 def render_json(result: SimulationResult) -> dict[str, Any]:
     return {
         "since": rfc3339(result.span.start),
@@ -135,9 +189,11 @@ def render_json(result: SimulationResult) -> dict[str, Any]:
                 "freed_gpu_hours": round(r.freed.gpu_hours, 6),
                 "freed_gpu_hours_by_model": {k: round(v, 6) for k, v in r.freed.by_model.items()},
                 "cost": None if r.freed.cost is None else round(r.freed.cost, 6),
+                "removed_pods": list(r.step.removed),
             }
             for r in result.reclaims
         ],
+        "partly_idle": [_partly_json(p) for p in result.partly_idle],
         "totals": {
             "notifications": len(result.notifications),
             "reclaims": len(result.reclaims),
@@ -146,6 +202,9 @@ def render_json(result: SimulationResult) -> dict[str, Any]:
             "cost": _total_cost(result),
             "currency": result.currency,
             "horizon_seconds": result.horizon,
+            "partly_idle": len(result.partly_idle),
+            "right_size_gpu_hours": round(sum(p.freed.gpu_hours for p in result.partly_idle), 6),
+            "right_size_cost": _right_size_cost(result),
         },
         "held_everything": [_hold_json(s) for s in result.global_holds],
         "held_workloads": [_hold_json(s) for s in result.holds],

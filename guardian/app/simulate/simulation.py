@@ -3,9 +3,12 @@
 1. The rule pack's alert timeline over ``[since, until]`` (alert_timeline.py).
 2. The workloads of the alerts' pods: from the cluster, or guessed from the series.
 3. The remediation loop replayed over that timeline with the real planner and the
-   policies (every one as if enforcing); each would-be reclaim is checked against the
-   workload's own later usage (reclaimed_usage.py): when it got busy again, what it
-   held until then, and whether that was within the regret horizon.
+   policies (every one as if enforcing), each workload judged on the pods it had at the
+   time, read from the allocation history (reclaimed_usage.py); each would-be reclaim
+   is checked against the workload's own later usage: when it got busy again, what it
+   held until then, and whether that was within the regret horizon. A workload only
+   partly idle is not reclaimed, as the controller does not reclaim it: what a
+   right-size of its idle part would have freed is counted instead.
 """
 
 from __future__ import annotations
@@ -25,30 +28,31 @@ from guardian.adapters.prometheus import PrometheusQuerier
 from guardian.app.history.detect import detect_profile
 from guardian.app.history.fetch import MAX_POINTS, RangeFetcher
 from guardian.app.history.progress import NoProgress, Progress
-from guardian.app.remediation.build import pipeline_group_names
+from guardian.app.remediation.build import pipeline_group_names, rule_windows
 from guardian.app.remediation.policy_files import load_policies
 from guardian.app.rules.build import compile_groups
 from guardian.app.settings.config_file import Settings
 from guardian.app.simulate.alert_timeline import Timeline, TimelineBuilder, TimelineRequest
-from guardian.app.simulate.reclaimed_usage import UsageCache, UsageQuery
+from guardian.app.simulate.reclaimed_usage import UsageCache, UsageQuery, lookback_pad
 from guardian.app.simulate.workloads import Workloads, from_cluster, from_series
 from guardian.engine.remediation import PlannerSettings, is_pipeline
 from guardian.engine.report.profiles import MetricProfile
 from guardian.engine.rules.compiled import TemplateEnv
+from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.engine.simulate.ladder_replay import (
     HOLD_PREFIX,
     LadderReplay,
-    ReplayLog,
     RestoreTimes,
-    WouldStep,
     replay_ladder,
 )
+from guardian.engine.simulate.partial_outcomes import PartlyIdle, right_sizes
 from guardian.engine.simulate.reclaim_outcomes import (
     HoldSpan,
     ReclaimOutcome,
     hold_spans,
     reclaim_outcome,
 )
+from guardian.engine.simulate.replay_records import ReplayLog, ReplaySources, WouldStep
 from guardian.model.alerts import TransitionKind
 from guardian.model.history import TimeRange
 from guardian.model.policies import ReclaimPolicy
@@ -93,6 +97,7 @@ class SimulationResult:
     horizon: float
     elapsed: float = 0.0
     restores: list[tuple[float, str]] = field(default_factory=list)
+    partly_idle: list[PartlyIdle] = field(default_factory=list)  # held: only part was idle
 
     @property
     def notifications(self) -> list[WouldStep]:
@@ -144,8 +149,10 @@ class Simulation:
         workloads = self._workloads(timeline)
         profile = detect_profile(self.clients.querier, span, opts.metrics)
         prices = self.settings.prices.table()
-        usage = self._usage(span, profile)
-        log = self._replay(timeline, policies, workloads, groups, usage)
+        windows = rule_windows(groups)
+        usage = self._usage(span, profile, lookback_pad(windows, span.step), workloads)
+        sources = ReplaySources(windows, usage)
+        log = self._replay(timeline, policies, workloads, groups, sources, usage)
         reclaims = [
             reclaim_outcome(s, usage.usages[s.workload], span.end, opts.horizon, prices)
             for s in log.steps
@@ -174,11 +181,19 @@ class Simulation:
             horizon=opts.horizon,
             elapsed=self.monotonic() - started,
             restores=[(at, str(ref)) for at, ref in log.restores],
+            partly_idle=right_sizes(log.partly, usage.usages, log.steps, span.end, prices),
         )
 
-    def _usage(self, span: TimeRange, profile: MetricProfile) -> UsageCache:
-        """The reclaimed workloads' later usage, read as the replay asks for it."""
+    def _usage(
+        self, span: TimeRange, profile: MetricProfile, pad: float, workloads: Workloads
+    ) -> UsageCache:
+        """The workloads' pods and usage, read as the replay asks for them."""
         opts = self.options
+        owners = {
+            key: owner.root
+            for key, owner in workloads.snapshot.pod_owners.items()
+            if owner.root is not None
+        }
         return UsageCache(
             UsageQuery(
                 self.clients.querier,
@@ -187,6 +202,8 @@ class Simulation:
                 TimeRange(span.start, span.end, span.step),
                 opts.busy_threshold,
                 max(opts.chunk_seconds, MAX_POINTS * span.step),
+                pad,
+                owners,
             )
         )
 
@@ -218,7 +235,8 @@ class Simulation:
         timeline: Timeline,
         policies: Sequence[ReclaimPolicy],
         workloads: Workloads,
-        groups: Sequence[Any],
+        groups: Sequence[CompiledGroup],
+        sources: ReplaySources,
         restore_times: RestoreTimes,
     ) -> ReplayLog:
         r = self.settings.remediation
@@ -228,6 +246,10 @@ class Simulation:
             pipeline_groups=pipeline_group_names(groups),
         )
         replay = LadderReplay(
-            policies, workloads.snapshot, planner, cycle_interval=r.cycle_interval
+            policies,
+            workloads.snapshot,
+            planner,
+            cycle_interval=r.cycle_interval,
+            sources=sources,
         )
         return replay_ladder(replay, timeline.evaluations, restore_times)

@@ -8,10 +8,12 @@ annotations (so label selectors and exclusion annotations cannot apply), and the
 says so. The controller's own marks on a workload (flagged, reclaimed, restored) say
 what happened lately, not during the replayed range, and are dropped either way.
 
-A workload's pods in the replay are the pods its alerts name over the range (the cluster
-now holds other pods than the history did), each counted as holding its GPUs all along.
-A replica that never alerted is not seen, so the replay judges whole-workload evidence on
-the alerting pods only.
+The members given here are the pods its alerts name over the range, each counted as
+holding its GPUs all along: what the replay starts from. The cluster now holds other pods
+than the history did, so when the planner judges a workload's reclaim the replay reads
+the pods it had at the time from the allocation history (reclaimed_usage.py), a replica
+that never alerted included; these members stay only for a workload none of whose pods
+is in that history.
 """
 
 from __future__ import annotations

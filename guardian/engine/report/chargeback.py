@@ -1,9 +1,11 @@
 """GPU-hours and cost per day and per key: the pure part of ``guardian report``.
 
 The app reads, per day (UTC) and per pod and GPU model, how many GPU-hours were
-allocated, used (weighted by utilization) and idle (under the noise floor). Here those
-become rows per day, cluster, group, namespace, workload and model, priced by model,
-and summaries by any one dimension with a daily trend.
+allocated, used (weighted by utilization) and idle (under the noise floor), and how many
+of the idle ones were in a partly idle workload (one that held a GPU that was not idle at
+the same time). Here those become rows per day, cluster, group, namespace, workload and
+model, priced by model, with the idle hours split into those in fully idle workloads and
+those in partly idle ones, and summaries by any one dimension with a daily trend.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from guardian.engine.simulate.identity import workload_from_pod
 
 DAY = 86400.0
 DIMENSIONS = ("gpu_group", "namespace", "workload", "model")
-METRICS = ("allocated", "used", "idle")
+METRICS = ("allocated", "used", "idle", "idle_partly")
+HOURS = ("allocated", "used", "idle", "idle_fully", "idle_partly")  # what rows and sums carry
 
 
 def day_of(ts: float) -> str:
@@ -47,7 +50,7 @@ class PodHours:
     namespace: str
     pod: str
     model: str
-    metric: str  # allocated | used | idle
+    metric: str  # allocated | used | idle | idle_partly
     gpu_hours: float
 
 
@@ -62,6 +65,8 @@ class UsageRow:
     allocated: float = 0.0
     used: float = 0.0
     idle: float = 0.0
+    idle_fully: float = 0.0  # of the idle: in workloads none of whose GPUs was busy then
+    idle_partly: float = 0.0  # of the idle: in workloads that held a GPU not idle then
     cost: float | None = 0.0  # of the allocated GPU-hours; None: no price for the model
     idle_cost: float | None = 0.0
 
@@ -82,6 +87,7 @@ def usage_rows(hours: Iterable[PodHours], prices: PriceTable) -> list[UsageRow]:
     rows = []
     for (day, cluster, group, namespace, workload, model), v in sorted(sums.items()):
         price = prices.price(model or None)
+        partly = min(v["idle_partly"], v["idle"])
         rows.append(
             UsageRow(
                 day,
@@ -93,6 +99,8 @@ def usage_rows(hours: Iterable[PodHours], prices: PriceTable) -> list[UsageRow]:
                 allocated=v["allocated"],
                 used=v["used"],
                 idle=v["idle"],
+                idle_fully=v["idle"] - partly,
+                idle_partly=partly,
                 cost=None if price is None else price * v["allocated"],
                 idle_cost=None if price is None else price * v["idle"],
             )
@@ -112,6 +120,8 @@ class Summary:
     allocated: float = 0.0
     used: float = 0.0
     idle: float = 0.0
+    idle_fully: float = 0.0
+    idle_partly: float = 0.0
     cost: float | None = 0.0
     idle_cost: float | None = 0.0
     daily: dict[str, dict[str, float | None]] = field(default_factory=dict)
@@ -121,14 +131,12 @@ class Summary:
         return self.used / self.allocated if self.allocated else None
 
     def add(self, row: UsageRow) -> None:
-        self.allocated += row.allocated
-        self.used += row.used
-        self.idle += row.idle
+        day = self.daily[row.day]
+        for name in HOURS:
+            setattr(self, name, getattr(self, name) + getattr(row, name))
+            day[name] = (day[name] or 0.0) + getattr(row, name)
         self.cost = _add(self.cost, row.cost)
         self.idle_cost = _add(self.idle_cost, row.idle_cost)
-        day = self.daily[row.day]
-        for name in ("allocated", "used", "idle"):
-            day[name] = (day[name] or 0.0) + getattr(row, name)
         day["cost"] = _add(day["cost"], row.cost)
         day["idle_cost"] = _add(day["idle_cost"], row.idle_cost)
 
@@ -155,7 +163,7 @@ def total(rows: Sequence[UsageRow], days: Sequence[str]) -> Summary:
 
 
 def _zero_day() -> dict[str, float | None]:
-    return {"allocated": 0.0, "used": 0.0, "idle": 0.0, "cost": 0.0, "idle_cost": 0.0}
+    return {**dict.fromkeys(HOURS, 0.0), "cost": 0.0, "idle_cost": 0.0}
 
 
 def days_of(ranges: Sequence[tuple[float, float]]) -> list[str]:

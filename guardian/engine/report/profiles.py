@@ -6,6 +6,11 @@ Both give the same three views, aggregated by any labels:
 - **used**: allocated GPUs weighted by their utilization (0-1);
 - **idle**: allocated GPUs whose utilization is under the noise floor.
 
+and, splitting the idle view, **idle in partly idle workloads**: the idle GPUs of a
+workload that at the same instant holds a GPU that is not idle (busy, or without
+utilization), the workload told by its pod's name as everywhere in the report. A right-size
+would free those, not a reclaim; the rest of the idle GPUs are in wholly idle workloads.
+
 Our exporter: ``guardian_pod_gpu_allocated`` joined on ``(cluster, node, uuid)`` with
 ``guardian_gpu_info`` (the model) and ``guardian_gpu_utilization_ratio``. dcgm-exporter:
 a GPU's series carry ``namespace``/``pod`` while a pod holds it, and ``gpu_group``
@@ -20,8 +25,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from guardian.engine.simulate.identity import with_root_label
+
 GROUP = "gpu_group"
 MODEL = "model"  # the label every view carries the GPU model under
+ROOT = "guardian_root"  # the label the partly idle view puts a pod's workload under
 
 
 def matchers(labels: Mapping[str, str], regex: Mapping[str, str] | None = None) -> str:
@@ -68,6 +76,16 @@ class MetricProfile:
 
     def idle(self, by: Sequence[str], floor: float, sel: str = "", gsel: str = "") -> str:
         return self._weighted(f"{self.utilization} < bool {floor!r}", by, sel, gsel)
+
+    def idle_partly(self, by: Sequence[str], floor: float, sel: str = "", gsel: str = "") -> str:
+        """The idle GPUs (as :meth:`idle` counts them) of the workloads that hold, at the
+        same instant, an allocated GPU that is not idle."""
+        key = ", ".join(self.gpu_key)
+        alloc = with_root_label(self.allocation.format(sel=sel, gsel=gsel), ROOT)
+        util = self.utilization.format(gsel=gsel)
+        idle = f"{alloc} * on ({key}) group_left () ({util} < bool {floor!r})"
+        other = f"{alloc} unless on ({key}) ({util} < {floor!r})"
+        return f"sum by ({', '.join(by)}) (({idle}) and on (cluster, namespace, {ROOT}) ({other}))"
 
     def models(self, sel: str, gsel: str, window_seconds: float) -> str:
         """Per pod, the model of the GPUs it held in the last window (one instant query)."""

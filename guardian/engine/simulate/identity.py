@@ -38,6 +38,17 @@ def workload_from_pod(namespace: str, pod: str) -> tuple[WorkloadRef, ActionKind
     return WorkloadRef("v1", "Pod", namespace, pod), ActionKind.POD
 
 
+def with_root_label(expr: str, label: str) -> str:
+    """``expr`` with ``label`` set to ``Kind/name`` of the workload each series' ``pod``
+    points to, in PromQL, by the same patterns as :func:`workload_from_pod` (the first
+    that matches wins, so they are applied last to first)."""
+    out = f'label_replace({expr}, "{label}", "Pod/${{1}}", "pod", "(.+)")'
+    for pattern, _api_version, kind, _action in reversed(_KINDS):
+        regex = pattern.pattern.removeprefix("^").removesuffix("$").replace("?P<name>", "")
+        out = f'label_replace({out}, "{label}", "{kind}/${{1}}", "pod", "{regex}")'
+    return out
+
+
 def pod_pattern(ref: WorkloadRef) -> str:
     """A Prometheus regex matching the names of every pod ``ref`` may have had."""
     name = re.escape(ref.name)

@@ -13,16 +13,32 @@ as they would have.
 History cannot say what a reclaimed workload would have done, so the caller tells the
 replay when its owner would have wanted it back (:meth:`restore_at`, from the workload's
 own later activity): it is then restored, which starts its warm-up as a real restore does.
+
+The planner judges a reclaim on every pod of the workload (``WorkloadState.members``).
+The cluster now holds other pods than the history did, so with a :class:`PodSource` the
+replay reads each workload's pods over time from history, when the planner first takes
+it to the reclaim (or refuses it): the cycle is then planned again with the pods the
+workload had at that moment, and from then on at every cycle. A workload whose evidence
+covers only some of it is held, as the controller holds it, and each such cycle is
+logged as partly idle with its parts named (partly_idle.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 from guardian.engine.remediation import Cycle, PlannerSettings, is_pipeline, plan
 from guardian.engine.remediation.guards import pipeline_reason
+from guardian.engine.remediation.roots import by_root
+from guardian.engine.simulate.partly_idle import Judged, partly_idle_run
+from guardian.engine.simulate.replay_records import (
+    Hold,
+    ReplayLog,
+    ReplaySources,
+    WouldStep,
+    judged_workloads,
+)
 from guardian.engine.simulate.rule_replay import EvaluationRecord
 from guardian.model.alerts import TransitionKind
 from guardian.model.labels import LabelSet
@@ -35,7 +51,6 @@ from guardian.model.reclaim import (
     LedgerView,
     Plan,
     PlannedAction,
-    Wait,
     WorkloadState,
 )
 from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
@@ -43,39 +58,6 @@ from guardian.model.times import rfc3339
 
 HOLD_PREFIX = "missing data is not idleness"
 PlanFn = Callable[..., Plan]  # guardian.engine.remediation.plan's signature
-
-
-@dataclass(frozen=True)
-class WouldStep:
-    """A ladder step the controller would have taken."""
-
-    at: float
-    workload: WorkloadRef
-    step: LadderStep
-    policy: str
-    episode: str
-    reason: str
-    alert_labels: LabelSet
-
-
-@dataclass(frozen=True)
-class Hold:
-    """A cycle in which a guard kept a workload's ladder from moving; with no workload,
-    one in which pipeline health held every action in ``cluster``."""
-
-    at: float
-    workload: WorkloadRef | None
-    reason: str
-    policy: str = ""
-    cluster: str = ""
-
-
-@dataclass
-class ReplayLog:
-    steps: list[WouldStep] = field(default_factory=list)
-    holds: list[Hold] = field(default_factory=list)
-    cycles: list[float] = field(default_factory=list)
-    restores: list[tuple[float, WorkloadRef]] = field(default_factory=list)
 
 
 def enforcing(policies: Sequence[ReclaimPolicy]) -> list[ReclaimPolicy]:
@@ -97,6 +79,7 @@ class LadderReplay:
         *,
         cycle_interval: float = 60.0,
         planner: PlanFn = plan,
+        sources: ReplaySources | None = None,
     ) -> None:
         self.policies = enforcing(policies)
         self.planner = planner
@@ -113,6 +96,10 @@ class LadderReplay:
         self.candidates: list[tuple[WorkloadRef, str]] = []  # last cycle's roots, clusters
         self.parked: set[WorkloadRef] = set()  # reclaimed, until restored
         self._matches: dict[LabelSet, bool] = {}  # alert labels -> some policy acts on them
+        self.sources = sources or ReplaySources()
+        self.loaded: set[WorkloadRef] = set()  # their pods are read from history
+        # workload -> (its last run in log.partly, the cycle it was last seen in)
+        self._partly: dict[WorkloadRef, tuple[int, int]] = {}
         self.log = ReplayLog()
 
     # ---------------------------------------------------------------- input
@@ -142,12 +129,8 @@ class LadderReplay:
             for a in alerts
             if is_pipeline(a.labels) or (not self._reclaimed(a) and self._policy_alert(a))
         ]
-        snapshot = dataclasses.replace(self.snapshot, workloads=self._read(relevant))
-        view = self._view(now)
-        cycle = Cycle(relevant, snapshot, view, now, self.health)
-        result = self.planner(cycle, self.policies, self.settings)
-        for wait in result.waits:
-            self._wait(wait, now)
+        result, snapshot = self._plan(relevant, self._read(relevant), now)
+        self._waits(result, snapshot, relevant, now)
         for ref, _episode in result.closed_episodes:
             self._close(ref)
         self._global_holds(relevant, now)
@@ -155,6 +138,40 @@ class LadderReplay:
         for action in result.actions:
             self._apply(action, now, started.get(action.alert_labels, now))
         return result
+
+    def _plan(
+        self,
+        alerts: Sequence[FiringAlert],
+        workloads: Mapping[WorkloadRef, WorkloadState],
+        now: float,
+    ) -> tuple[Plan, ClusterSnapshot]:
+        """The planner's answer with each workload's pods as they were at ``now``: planned
+        again whenever it judged the reclaim of a workload whose pods were not read yet."""
+        view = self._view(now)
+        while True:
+            current = {ref: self._members(ws, now) for ref, ws in workloads.items()}
+            snapshot = dataclasses.replace(self.snapshot, workloads=current)
+            cycle = Cycle(alerts, snapshot, view, now, self.health)
+            result = self.planner(cycle, self.policies, self.settings)
+            pods = self.sources.pods
+            wanted = (judged_workloads(result) & set(workloads)) - self.loaded
+            if pods is None or not wanted:
+                return result, snapshot
+            self.loaded |= wanted
+            clusters = dict(self.candidates)
+            roots = [(ref, clusters.get(ref, "")) for ref in sorted(wanted, key=str)]
+            pods.load(roots, self.candidates, now)
+
+    def _members(self, ws: WorkloadState, now: float) -> WorkloadState:
+        pods = self.sources.pods
+        if pods is None or ws.ref not in self.loaded:
+            return ws
+        found = pods.members(ws.ref, now)
+        if found is None:
+            return ws
+        # The replicas it had then: as many as the pods it had (the cluster's count is now's).
+        replicas = len(found) if ws.replicas is not None and found else ws.replicas
+        return dataclasses.replace(ws, members=found, replicas=replicas)
 
     def _policy_alert(self, alert: FiringAlert) -> bool:
         found = self._matches.get(alert.labels)
@@ -224,9 +241,29 @@ class LadderReplay:
             if why is not None:
                 self.log.holds.append(Hold(now, None, why, cluster=cluster))
 
-    def _wait(self, wait: Wait, now: float) -> None:
-        if wait.refused:
-            self.log.holds.append(Hold(now, wait.workload, wait.reason, wait.policy))
+    def _waits(
+        self, result: Plan, snapshot: ClusterSnapshot, alerts: Sequence[FiringAlert], now: float
+    ) -> None:
+        """Refusals as holds; a partly idle workload in its own run, its parts named."""
+        roots: dict[WorkloadRef, list[FiringAlert]] | None = None
+        n = len(self.log.cycles) - 1
+        for wait in result.waits:
+            ws = snapshot.workloads.get(wait.workload) if wait.workload else None
+            if wait.partly_idle and ws is not None:
+                i, seen = self._partly.get(ws.ref, (-1, -2))
+                if seen == n - 1:
+                    self.log.partly[i] = self.log.partly[i].extended(now)
+                    self._partly[ws.ref] = (i, n)
+                    continue
+                if roots is None:
+                    firing = [a for a in alerts if a.firing and not is_pipeline(a.labels)]
+                    roots = by_root(firing, snapshot, [])
+                namespace = snapshot.namespaces.get(ws.ref.namespace)
+                judged = Judged(ws, roots.get(ws.ref, []), self.policies, namespace)
+                self._partly[ws.ref] = (len(self.log.partly), n)
+                self.log.partly.append(partly_idle_run(wait, judged, now))
+            elif wait.refused:
+                self.log.holds.append(Hold(now, wait.workload, wait.reason, wait.policy))
 
     def _close(self, ref: WorkloadRef) -> None:
         self.open_episodes.pop(ref, None)
@@ -252,6 +289,7 @@ class LadderReplay:
                 action.episode,
                 action.reason,
                 action.alert_labels,
+                action.right_size.remove if action.right_size else (),
             )
         )
         ws = self.workloads.get(ref)
@@ -263,10 +301,12 @@ class LadderReplay:
             )
         elif action.step is LadderStep.RECLAIM:
             self.parked.add(ref)
+            sized = action.right_size
+            keep = 0 if sized is None else sized.keep
             self.workloads[ref] = dataclasses.replace(
                 self._annotated(ws, {Annotations.RECLAIMED_AT: rfc3339(now)}),
-                replicas=0 if ws.replicas is not None else None,
-                suspended=True,
+                replicas=keep if ws.replicas is not None else None,
+                suspended=sized is None,
             )
         elif action.step is LadderStep.RESTORE:
             self._restored(ws, now)
@@ -331,7 +371,8 @@ def replay_ladder(
                 active.pop(key, None)
             else:
                 firing = t.kind is TransitionKind.FIRING
-                active[key] = FiringAlert(t.labels, t.active_at, firing, t.group, t.value)
+                window = replay.sources.windows.get((t.group, t.rule), 0.0)
+                active[key] = FiringAlert(t.labels, t.active_at, firing, t.group, t.value, window)
         result = replay.on_evaluation(record.health, lambda: list(active.values()))
         if result is None:
             continue

@@ -9,6 +9,9 @@ recorded it: GPUs held (per model) and whether any of them was busy, at every st
   (or the end of the range), step by step, so a workload that ended frees nothing after.
 - **Regret**: the workload was busy within ``horizon`` after the reclaim, so the reclaim
   was (probably) a false positive.
+
+A right-size (``partial: rightSize``) removes the idle pods only: all three are counted on
+those pods, the others going on as they did.
 """
 
 from __future__ import annotations
@@ -18,23 +21,52 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from guardian.engine.notify.findings import PriceTable
-from guardian.engine.simulate.ladder_replay import Hold, WouldStep
+from guardian.engine.simulate.pod_tracks import GpuTrack, members_at
+from guardian.engine.simulate.replay_records import Hold, WouldStep
+from guardian.model.reclaim import MemberPod
 from guardian.model.remediation_events import WorkloadRef
 
 
 @dataclass(frozen=True)
 class WorkloadUsage:
-    """What the workload held and when it was busy, each point standing for ``step``."""
+    """What the workload held and when it was busy, each point standing for ``step``;
+    with the GPUs each of its pods held (``gpus``, read from ``since`` on), also its pods
+    over time."""
 
     workload: WorkloadRef
     step: float  # seconds each point stands for
     held: Mapping[str, Sequence[tuple[int, float]]] = field(default_factory=dict)
     # GPU model ("" unknown) -> (timestamp ms, GPUs held), in any order
     busy: Sequence[int] = ()  # sorted timestamps (ms) at which any of its GPUs was busy
+    gpus: tuple[GpuTrack, ...] = ()
+    since: float = 0.0  # the first point read
 
-    def first_busy(self, after: float) -> float | None:
-        i = bisect.bisect_left(self.busy, round(after * 1000))
+    def first_busy(self, after: float, pods: Sequence[str] = ()) -> float | None:
+        """The first busy step at or after ``after``, of ``pods`` only if given."""
+        at = round(after * 1000)
+        if pods:
+            found = [b for t in self.gpus if t.pod in pods if (b := t.first_busy(at)) is not None]
+            return min(found) / 1000 if found else None
+        i = bisect.bisect_left(self.busy, at)
         return self.busy[i] / 1000 if i < len(self.busy) else None
+
+    def members(self, now: float) -> tuple[MemberPod, ...] | None:
+        """Its pods at ``now``; None when no pod of it held a GPU in what was read."""
+        if not self.gpus:
+            return None
+        return members_at(self.gpus, now, self.step, self.since)
+
+
+def usage_of(
+    ref: WorkloadRef, step: float, gpus: Sequence[GpuTrack], since: float
+) -> WorkloadUsage:
+    """The usage of a workload whose pods held ``gpus``."""
+    held: dict[str, list[tuple[int, float]]] = {}
+    busy: set[int] = set()
+    for track in gpus:
+        held.setdefault(track.model, []).extend((ts, 1.0) for ts in track.held)
+        busy.update(track.busy)
+    return WorkloadUsage(ref, step, held, tuple(sorted(busy)), tuple(gpus), since)
 
 
 @dataclass(frozen=True)
@@ -52,8 +84,24 @@ def freed(usage: WorkloadUsage, start: float, end: float, prices: PriceTable) ->
         model: sum(g for ts, g in points if lo <= ts < hi) * hours
         for model, points in usage.held.items()
     }
-    by_model = {model: h for model, h in by_model.items() if h}
-    return Freed(sum(by_model.values()), _cost(by_model, prices), by_model)
+    return _freed(by_model, prices)
+
+
+def freed_on(
+    usage: WorkloadUsage, gpus: Sequence[GpuTrack], span: tuple[float, float], prices: PriceTable
+) -> Freed:
+    """GPU-hours (and their cost) of ``gpus`` (some of the workload's) held in ``span``."""
+    lo, hi = round(span[0] * 1000), round(span[1] * 1000)
+    hours = usage.step / 3600.0
+    by_model: dict[str, float] = {}
+    for track in gpus:
+        by_model[track.model] = by_model.get(track.model, 0.0) + track.held_in(lo, hi) * hours
+    return _freed(by_model, prices)
+
+
+def _freed(by_model: Mapping[str, float], prices: PriceTable) -> Freed:
+    kept = {model: h for model, h in by_model.items() if h}
+    return Freed(sum(kept.values()), _cost(kept, prices), kept)
 
 
 def _cost(gpu_hours: Mapping[str, float], prices: PriceTable) -> float | None:
@@ -79,9 +127,12 @@ class ReclaimOutcome:
 def reclaim_outcome(
     step: WouldStep, usage: WorkloadUsage, until: float, horizon: float, prices: PriceTable
 ) -> ReclaimOutcome:
-    busy = usage.first_busy(step.at)
+    busy = usage.first_busy(step.at, step.removed)
     end = busy if busy is not None else until
     regret = busy is not None and busy - step.at <= horizon
+    if step.removed:
+        removed = [t for t in usage.gpus if t.pod in step.removed]
+        return ReclaimOutcome(step, busy, regret, freed_on(usage, removed, (step.at, end), prices))
     return ReclaimOutcome(step, busy, regret, freed(usage, step.at, end, prices))
 
 

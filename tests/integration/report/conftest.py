@@ -1,4 +1,11 @@
-"""Three weeks of a small fleet, one sample every 5 minutes, in a real Prometheus."""
+"""Three weeks of a small fleet, one sample every 5 minutes, in a real Prometheus.
+
+- team-a: ``ml/train-…`` on an A100, 50 % busy until day 7, then 1 %;
+- team-b: ``research/notebook-0`` on an H100, never busy;
+- team-c: ``serve/web-…``, two replicas on two A100s: one never busy, the other 90 %
+  busy until day 10, then idle too (partly idle until day 10, then fully idle);
+- an H100 no pod holds.
+"""
 
 from __future__ import annotations
 
@@ -14,14 +21,20 @@ from tests.integration.simulate.fleet import CLUSTER, MODELS, T0, Fleet, Gpu, Po
 
 DAYS = 21
 CHANGE = 7 * 1440 + 5  # team-a's training goes idle: the first sample of day 7's window
+SERVED = 10 * 1440 + 5  # team-c's busy replica goes idle: the first sample of day 10's window
 
 
 def train(minute: int) -> float:
     return 0.5 if minute < CHANGE else 0.01
 
 
+def serving(minute: int) -> float:
+    return 0.9 if minute < SERVED else 0.0
+
+
 def fleet() -> Fleet:
     gpus = [Gpu("n1", 0, "A100"), Gpu("n1", 1, "H100"), Gpu("n1", 2, "H100")]
+    gpus += [Gpu("n1", 3, "A100"), Gpu("n1", 4, "A100")]
     return Fleet(
         minutes=DAYS * 1440 + 1,
         step=5,
@@ -29,6 +42,8 @@ def fleet() -> Fleet:
         pods=[
             Pod("ml", "train-7d9f8c6b5-x2x4z", gpus[0], "team-a", 0, 10**6, train),
             Pod("research", "notebook-0", gpus[1], "team-b", 0, 10**6, lambda _m: 0.0),
+            Pod("serve", "web-6c7b8d9f5-k2l4m", gpus[3], "team-c", 0, 10**6, lambda _m: 0.0),
+            Pod("serve", "web-6c7b8d9f5-p9q8r", gpus[4], "team-c", 0, 10**6, serving),
         ],
     )
 

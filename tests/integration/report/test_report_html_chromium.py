@@ -129,12 +129,14 @@ def test_the_html_report_renders_its_plots_in_chromium(fleet_prometheus, tmp_pat
 
     dom = chromium(tmp_path, "--dump-dom", out.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
-    # plotly drew both plots as SVG, with one legend entry per group.
-    assert len(re.findall(r'<svg class="main-svg"', dom.stdout)) >= 4
-    for plot in ("idle-gpu-hours", "cost"):
+    # plotly drew the three plots as SVG, with one legend entry per group.
+    assert len(re.findall(r'<svg class="main-svg"', dom.stdout)) >= 6
+    for plot in ("idle-gpu-hours", "cost", "idle-split"):
         assert f'id="{plot}"' in dom.stdout
     legend = re.findall(r'<text class="legendtext"[^>]*>([^<]+)</text>', dom.stdout)
-    assert {"team-a", "team-b", "total cost"} <= set(legend)
+    assert {"team-a", "team-b", "team-c", "total cost"} <= set(legend)
+    assert {"in fully idle workloads", "in partly idle workloads"} <= set(legend)
+    assert "<th>fully idle</th><th>partly idle</th>" in dom.stdout
     assert len(re.findall(r'class="point"', dom.stdout)) >= 2 * 21  # bars: one per day and group
 
     shot = tmp_path / "report.png"

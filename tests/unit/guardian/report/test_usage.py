@@ -47,8 +47,11 @@ ROWS = usage_rows(
         hours("2023-11-15", "train-7d9f8c6b5-x2x4z", "used", 6.0),
         hours("2023-11-15", "train-5f6d7c8b9-q9w8v", "allocated", 24.0),  # the same Deployment
         hours("2023-11-15", "train-5f6d7c8b9-q9w8v", "idle", 24.0),
+        # ... while the other replica was used: idle in a partly idle workload.
+        hours("2023-11-15", "train-5f6d7c8b9-q9w8v", "idle_partly", 24.0),
         hours("2023-11-16", "db-0", "allocated", 10.0, model="Tesla T4", group="b"),
         hours("2023-11-16", "db-0", "idle", 10.0, model="Tesla T4", group="b"),
+        hours("2023-11-16", "db-0", "idle_partly", 4.0, model="Tesla T4", group="b"),
     ],
     PriceTable({"A100": 2.0}),
 )
@@ -65,6 +68,8 @@ def test_rows_join_pods_into_workloads_and_price_each_model() -> None:
         24.0,
     )
     assert (first.cost, first.idle_cost) == (96.0, 48.0)
+    assert (first.idle_fully, first.idle_partly) == (0.0, 24.0)
+    assert (second.idle_fully, second.idle_partly) == (6.0, 4.0)
     assert (second.workload, second.cost) == ("StatefulSet/db", None)  # no price for a T4
 
 
@@ -75,9 +80,13 @@ def test_summaries_by_group_have_every_day_and_unknown_cost_stays_unknown() -> N
         "allocated": 0.0,
         "used": 0.0,
         "idle": 0.0,
+        "idle_fully": 0.0,
+        "idle_partly": 0.0,
         "cost": 0.0,
         "idle_cost": 0.0,
     }
+    assert by_group["a"].daily["2023-11-15"]["idle_partly"] == 24.0
+    assert (by_group["b"].idle_fully, by_group["b"].idle_partly) == (6.0, 4.0)
     assert by_group["a"].utilization == pytest.approx(6 / 48)
     assert by_group["b"].cost is None
     assert total(ROWS, DAYS).cost is None
@@ -106,8 +115,35 @@ def test_html_is_one_file_with_plotly_inline_and_a_trace_per_key() -> None:
 
     assert page.startswith("<!DOCTYPE html>")
     assert "<script src=" not in page
-    assert page.count("Plotly.newPlot") == 2
+    assert page.count("Plotly.newPlot") == 3
+    assert '"name":"in fully idle workloads"' in page
+    assert '"name":"in partly idle workloads"' in page
+    assert "<th>fully idle</th><th>partly idle</th>" in page
     assert '"name":"a"' in page
     assert '"name":"b"' in page
     assert '"name":"total cost"' in page
     assert "<table>" in page
+
+
+def test_idle_hours_split_into_fully_and_partly_idle_workloads_in_every_format() -> None:
+    table = render_table(RESULT, "workload").splitlines()
+    rows = list(csv.DictReader(io.StringIO(render_csv(RESULT))))
+    data = render_json(RESULT, "workload")
+
+    head = next(line for line in table if line.startswith("WORKLOAD"))
+    assert head.split()[7:11] == ["FULLY", "IDLE", "PARTLY", "IDLE"]
+    train = next(line for line in table if line.startswith("Deployment/train"))
+    assert train.split()[1:6] == ["48.0", "6.0", "24.0", "0.0", "24.0"]
+    total = next(line for line in table if line.startswith("total"))
+    assert total.split()[3:6] == ["34.0", "6.0", "28.0"]
+    assert table[-2].startswith("FULLY IDLE: idle GPU-hours in workloads all of whose GPUs")
+    assert table[-1].startswith("PARTLY IDLE: idle GPU-hours in workloads that also held a busy")
+    assert [(r["idle_gpu_hours_fully_idle"], r["idle_gpu_hours_partly_idle"]) for r in rows] == [
+        ("0.000000", "24.000000"),
+        ("6.000000", "4.000000"),
+    ]
+    groups = {g["key"]: g for g in data["groups"]}
+    assert groups["Deployment/train"]["idle_gpu_hours_partly_idle"] == 24.0
+    assert groups["StatefulSet/db"]["idle_gpu_hours_fully_idle"] == 6.0
+    assert data["total"]["daily"][1]["idle_partly"] == 4.0
+    assert data["rows"][0]["idle_partly"] == 24.0
