@@ -1,4 +1,5 @@
-"""``guardian policies check FILES...``: validate policy files and report overlaps;
+"""``guardian policies check [--effective] FILES...``: validate policy files and report
+overlaps (``--effective``: each policy as it acts, a team's with what it inherits);
 ``guardian policies crd``: print the CustomResourceDefinitions."""
 
 from __future__ import annotations
@@ -18,6 +19,13 @@ def register(subparsers: SubParsers) -> None:
     text = "validate reclaim policy files and report overlapping policies"
     parser = subparsers.add_parser("check", help=text, description=text)
     parser.add_argument("files", nargs="+", metavar="FILE", help="policy files (globs allowed)")
+    parser.add_argument(
+        "--effective",
+        action="store_true",
+        help="also print every value of each policy as it acts, and where it comes from "
+        "(its file and line, the cluster policy a team's policy inherits it from, or the "
+        "default)",
+    )
     parser.set_defaults(handler=run_check)
     text = "print the ClusterReclaimPolicy and ReclaimPolicy CustomResourceDefinitions (YAML)"
     crd = subparsers.add_parser("crd", help=text, description=text)
@@ -31,7 +39,7 @@ def run_crd(_args: argparse.Namespace) -> int:
 
 def run_check(args: argparse.Namespace) -> int:
     try:
-        count, lines, problems = check_report(args.files)
+        count, lines, problems = check_report(args.files, effective=args.effective)
     except ConfigError as exc:
         return config_error("guardian policies check", exc)
     for line in lines:

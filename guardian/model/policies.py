@@ -371,6 +371,7 @@ class ReclaimPolicy(StrictModel):
     metadata: PolicyMeta
     spec: PolicySpec = PolicySpec()
     _source: str = PrivateAttr(default="")  # file:line, for reports
+    _lines: dict[str, int] = PrivateAttr(default_factory=dict)  # field path: line in its file
 
     @model_validator(mode="after")
     def _scoped(self) -> ReclaimPolicy:
@@ -387,9 +388,13 @@ class ReclaimPolicy(StrictModel):
     def source(self) -> str:
         return self._source
 
-    def located(self, source: str) -> ReclaimPolicy:
-        self._source = source
+    def located(self, source: str, lines: dict[str, int] | None = None) -> ReclaimPolicy:
+        self._source, self._lines = source, dict(lines or {})
         return self
+
+    def line_of(self, path: str) -> int | None:
+        """The line of a field (``spec.ladder.gracePeriod``) in its file; None: not known."""
+        return self._lines.get(path)
 
     @property
     def namespace(self) -> str | None:

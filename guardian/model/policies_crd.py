@@ -42,7 +42,8 @@ DURATION_PATTERN = (
 """Seconds, or a Prometheus duration with its units largest first (never empty)."""
 
 # The CEL rules, with the messages the file loader gives for the same mistakes.
-RULE_WARN_FIRST = "!self.reclaim || self.notify"
+# A team's ReclaimPolicy has no defaults (what it leaves out it inherits): has() first.
+RULE_WARN_FIRST = "!has(self.notify) || self.notify || (has(self.reclaim) && !self.reclaim)"
 RULE_RIGHT_SIZE = (
     "!has(self.partial) || self.partial != 'rightSize' || !has(self.ladder) || "
     "!has(self.ladder.reclaim) || self.ladder.reclaim"
@@ -296,7 +297,25 @@ def spec_schema(cluster: bool) -> Schema:
             ("none", "allow", "optIn"), "none", "What teams' ReclaimPolicies may do."
         )
     rules = [{"rule": RULE_RIGHT_SIZE, "message": RIGHT_SIZE_NEEDS_RECLAIM}]
+    if not cluster:
+        return _obj(_without_defaults(props), INHERITS, rules=rules)
     return _obj(props, default={}, rules=rules)
+
+
+INHERITS = (
+    "A field left out is inherited from the ClusterReclaimPolicy that delegates to this"
+    " namespace (docs/policies.md, Delegation): the API server fills in no defaults."
+)
+
+
+def _without_defaults(schema: Any) -> Any:
+    """``schema`` without its ``default`` values: a team's policy writes only what it
+    changes, and the controller must see what was left out."""
+    if isinstance(schema, dict):
+        return {k: _without_defaults(v) for k, v in schema.items() if k != "default"}
+    if isinstance(schema, list):
+        return [_without_defaults(v) for v in schema]
+    return schema
 
 
 def status_schema() -> Schema:

@@ -100,7 +100,12 @@ def _validate(doc: YamlDocument, data: Any, at: tuple[str | int, ...]) -> Reclai
         raise ConfigErrors(
             [doc.error(msg, (*at, *loc)) for loc, msg in validation_findings(exc)]
         ) from None
-    return policy.located(f"{doc.source}:{doc.line(at) or doc.line(()) or 1}")
+    lines = {
+        field_path(path[len(at) :]): line
+        for path, line in doc.lines.items()
+        if path[: len(at)] == at and len(path) > len(at)
+    }
+    return policy.located(f"{doc.source}:{doc.line(at) or doc.line(()) or 1}", lines)
 
 
 def validation_findings(exc: ValidationError) -> list[tuple[tuple[str | int, ...], str]]:

@@ -25,7 +25,9 @@ _ALL_KEYS_MATCH = re.compile(r"^self\.all\(k, k\.matches\('(?P<re>[^']*)'\)\)$")
 
 
 def _warn_first(obj: Mapping[str, Any]) -> bool:
-    return not obj.get("reclaim") or bool(obj.get("notify"))
+    if "notify" not in obj or obj["notify"]:
+        return True
+    return "reclaim" in obj and not obj["reclaim"]
 
 
 def _selector_values(req: Mapping[str, Any]) -> bool:

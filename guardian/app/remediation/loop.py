@@ -38,10 +38,11 @@ from guardian.app.remediation.reconcile import Reconciler
 from guardian.app.remediation.recording import StepRecorder
 from guardian.app.remediation.step_runner import Ready, StepRunner, WriteClock
 from guardian.engine.remediation import Cycle, PlannerSettings, is_pipeline, plan
+from guardian.engine.remediation.delegation import enforcing as enforcing_policies
 from guardian.engine.remediation.guards import group_health
 from guardian.engine.remediation.scope import check_pods
 from guardian.model.alerts import GroupEvaluation
-from guardian.model.policies import Annotations, Mode, ReclaimPolicy
+from guardian.model.policies import Annotations, ReclaimPolicy
 from guardian.model.reclaim import (
     ClusterSnapshot,
     FiringAlert,
@@ -209,7 +210,7 @@ class RemediationLoop:
         episode, naming the idle and the other parts (the wait's reason)."""
         if self.planner.dry_run:
             return
-        enforcing = {p.name for p in self.policies if p.spec.mode is Mode.ENFORCE}
+        enforcing = enforcing_policies(self.policies)  # a team's: with what it inherits
         for wait in waits:
             ws = snapshot.workloads.get(wait.workload) if wait.workload else None
             if wait.partly_idle and ws is not None and wait.policy in enforcing:

@@ -7,8 +7,9 @@ import glob
 from collections.abc import Sequence
 
 from guardian.app.config_files import parse_files
+from guardian.app.remediation.policy_text import acting, describe, effective_report
 from guardian.engine.remediation import find_overlaps
-from guardian.engine.remediation.delegation import review
+from guardian.engine.remediation.delegation import opt_in_gap, review
 from guardian.model.policies import Mode, ReclaimPolicy
 from guardian.model.policies_load import check_unique, parse_policies
 from guardian_common.errors import ConfigError
@@ -30,45 +31,41 @@ def load_policies(patterns: Sequence[str]) -> list[ReclaimPolicy]:
     return policies
 
 
-def describe(policy: ReclaimPolicy) -> str:
-    spec = policy.spec
-    ladder = spec.ladder
-    steps = [s for s, on in (("notify", ladder.notify), ("annotate", ladder.annotate)) if on]
-    if ladder.reclaim:
-        steps.append(f"reclaim after {ladder.grace_period:.0f}s")
-    scope = ", ".join(spec.scope.namespaces) or "all namespaces"
-    if policy.namespace:
-        scope = f"namespace {policy.namespace} only"
-    return (
-        f"{policy.kind} {policy.name} ({policy.source}): priority {spec.priority}, "
-        f"mode {spec.mode.value}, "
-        f"{scope}; ladder: {' → '.join(steps)}; warm-up {spec.warmup:.0f}s"
-    )
-
-
-def check_report(patterns: Sequence[str]) -> tuple[int, list[str], list[str]]:
-    """(number of policies, lines to print, problems). Raises ConfigErrors for invalid files."""
-    policies = load_policies(patterns)
-    lines = [describe(p) for p in sorted(policies, key=lambda p: p.name)]
-    problems: list[str] = []
-    lines += [
-        # GpuMemoryUnderutilized is advice no policy acts on; an idle pod on a shared GPU
-        # (GpuShareIdle) is reclaimable, which a policy written for whole GPUs may not mean.
+def _notes(policies: Sequence[ReclaimPolicy]) -> list[str]:
+    # GpuMemoryUnderutilized is advice no policy acts on; an idle pod on a shared GPU
+    # (GpuShareIdle) is reclaimable, which a policy written for whole GPUs may not mean.
+    cluster = [p for p in policies if p.namespace is None]
+    acts = [acting(p, cluster).policy for p in policies]
+    notes = [
         f"note: {p.name} enforces on every alert with {p.spec.alerts.match_labels} "
         "(GpuShareIdle too: idle pods on shared GPUs); list alerts.names: [GpuIdle] "
         "to act on GPUs idle as a whole only"
-        for p in policies
+        for p in acts
         if p.spec.mode is Mode.ENFORCE and not p.spec.alerts.names and p.spec.ladder.reclaim
     ]
+    gaps = [(p.name, opt_in_gap(p, policies)) for p in sorted(cluster, key=lambda p: p.name)]
+    return notes + [f"note: {name}: {gap}" for name, gap in gaps if gap]
+
+
+def check_report(
+    patterns: Sequence[str], effective: bool = False
+) -> tuple[int, list[str], list[str]]:
+    """(number of policies, lines to print, problems). Raises ConfigErrors for invalid
+    files. ``effective``: add each policy as it acts, value by value, with its origin."""
+    policies = load_policies(patterns)
+    cluster = [p for p in policies if p.namespace is None]
+    lines = [describe(acting(p, cluster)) for p in sorted(policies, key=lambda p: p.name)]
+    lines += _notes(policies)
+    problems: list[str] = []
     for child in sorted((p for p in policies if p.namespace), key=lambda p: p.name):
         problems += [
             f"{child.name} has no effect: {field + ': ' if field else ''}{why}"
-            for field, why in review(child, [p for p in policies if p.namespace is None])
+            for field, why in review(child, cluster)
         ]
     # A team's policy narrows its cluster policy by design: overlaps count among peers.
     peers: dict[str | None, list[ReclaimPolicy]] = {}
     for policy in policies:
-        peers.setdefault(policy.namespace, []).append(policy)
+        peers.setdefault(policy.namespace, []).append(acting(policy, cluster).policy)
     overlaps = [o for group in peers.values() for o in find_overlaps(group)]
     for overlap in overlaps:
         text = (
@@ -82,4 +79,6 @@ def check_report(patterns: Sequence[str]) -> tuple[int, list[str], list[str]]:
             )
         else:
             lines.append(f"{text} by priority")
+    if effective:
+        lines += effective_report(policies)
     return len(policies), lines, problems

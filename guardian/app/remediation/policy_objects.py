@@ -22,7 +22,7 @@ from kubernetes import client
 from guardian.adapters.kube.events import EventRecorder
 from guardian.adapters.kube.informer import Informer
 from guardian.adapters.kube.rest import KubeRest, Obj
-from guardian.engine.remediation.delegation import review
+from guardian.engine.remediation.delegation import opt_in_gap, review
 from guardian.engine.remediation.policy_status import Finding, ObjectView, build_status
 from guardian.model.policies import CLUSTER_KIND, KIND, ReclaimPolicy
 from guardian.model.policies_crd import GROUP, VERSION
@@ -150,14 +150,23 @@ class PolicyObjects:
 
     # ---------------------------------------------------------------- status
     def view(self, tracked: Tracked, policies: Sequence[ReclaimPolicy]) -> ObjectView:
+        """What the status says; a team's policy is judged with what it inherits."""
         rejected: list[Finding] = []
+        note = ""
         if tracked.policy is not None and tracked.policy.name in {p.name for p in self._files}:
             rejected.append(("metadata.name", "a policy file defines the same name; it wins"))
         elif tracked.policy is not None and tracked.kind == KIND:
             parents = [p for p in policies if p.namespace is None]
             rejected = review(tracked.policy, parents)
+        elif tracked.policy is not None:
+            note = opt_in_gap(tracked.policy, policies) or ""
         return ObjectView(
-            tracked.identity, tracked.generation, tracked.in_force, tracked.invalid, rejected
+            tracked.identity,
+            tracked.generation,
+            tracked.in_force,
+            tracked.invalid,
+            rejected,
+            note,
         )
 
     def write_status(

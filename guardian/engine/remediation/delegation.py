@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from guardian.engine.remediation.inherit import Effective, inherited
 from guardian.engine.remediation.matching import select_policy
 from guardian.model.policies import (
     Delegation,
@@ -30,8 +31,10 @@ from guardian.model.policies import (
     ReclaimWhen,
 )
 from guardian.model.reclaim import FiringAlert, NamespaceState, WorkloadState
+from guardian_common.durations import format_duration
 
 Violation = tuple[str, str]  # (field path, why)
+NOTHING_ENFORCED = "nothing is enforced: delegation optIn and no team policy opts in"
 
 
 def _subset(child: Sequence[str], parent: Sequence[str], field: str, what: str) -> list[Violation]:
@@ -59,19 +62,19 @@ def _scope(child: ReclaimPolicy, parent: ReclaimPolicy) -> list[Violation]:
 
 def _minimums(child: ReclaimPolicy, parent: ReclaimPolicy) -> list[Violation]:
     c, p = child.spec, parent.spec
-    pairs = (
+    pairs = [
         ("spec.ladder.gracePeriod", c.ladder.grace_period, p.ladder.grace_period),
         ("spec.warmup", c.warmup, p.warmup),
         ("spec.reclaim.pendingFor", c.reclaim.pending_for, p.reclaim.pending_for),
-    )
+    ]
+    if p.checkpoint.enabled:
+        pairs.append(("spec.checkpoint.timeout", c.checkpoint.timeout, p.checkpoint.timeout))
+    shorter = "is shorter than the cluster minimum"
     found = [
-        (field, f"{mine:.0f}s is shorter than the cluster minimum {theirs:.0f}s")
+        (field, f"{format_duration(mine)} {shorter} {format_duration(theirs)}")
         for field, mine, theirs in pairs
         if mine < theirs
     ]
-    if p.checkpoint.enabled and c.checkpoint.timeout < p.checkpoint.timeout:
-        why = f"{c.checkpoint.timeout:.0f}s is shorter than the cluster minimum"
-        found.append(("spec.checkpoint.timeout", f"{why} {p.checkpoint.timeout:.0f}s"))
     for field, mine, theirs in (
         ("spec.limits.perCycle", c.limits.per_cycle, p.limits.per_cycle),
         (
@@ -158,12 +161,22 @@ def _before_reclaim(c: PolicySpec, p: PolicySpec) -> list[Violation]:
     return [(field, f"not allowed: {why}") for field, bad, why in checks if bad]
 
 
-def violations(child: ReclaimPolicy, parent: ReclaimPolicy) -> list[Violation]:
-    """How ``child`` (a team's policy) would widen ``parent`` (a cluster policy); empty: it
-    only narrows it."""
+def judge(child: ReclaimPolicy, parent: ReclaimPolicy) -> tuple[Effective, list[Violation]]:
+    """``child`` (a team's policy) with what it inherits from ``parent`` (a cluster
+    policy), and how that would widen ``parent``; no violation: it only narrows it."""
+    found = inherited(child, parent)
     if parent.spec.delegation is Delegation.NONE:
-        return [("", f"ClusterReclaimPolicy {parent.name} does not delegate (delegation: none)")]
-    return _scope(child, parent) + _minimums(child, parent) + _safeties(child, parent)
+        why = f"ClusterReclaimPolicy {parent.name} does not delegate (delegation: none)"
+        return found, [("", why)]
+    if found.problems:
+        return found, list(found.problems)
+    c = found.policy
+    return found, _scope(c, parent) + _minimums(c, parent) + _safeties(c, parent)
+
+
+def violations(child: ReclaimPolicy, parent: ReclaimPolicy) -> list[Violation]:
+    """How ``child``'s effective policy would widen ``parent``; empty: it only narrows it."""
+    return judge(child, parent)[1]
 
 
 def delegating_parents(
@@ -200,10 +213,36 @@ def review(child: ReclaimPolicy, cluster_policies: Iterable[ReclaimPolicy]) -> l
     return found
 
 
+def opt_in_gap(parent: ReclaimPolicy, policies: Iterable[ReclaimPolicy]) -> str | None:
+    """Why a cluster policy with ``delegation: optIn`` enforces nothing (no team's
+    policy it delegates to is valid), or None."""
+    if parent.namespace is not None or parent.spec.delegation is not Delegation.OPT_IN:
+        return None
+    teams = [p for p in policies if p.namespace is not None and delegating_parents(p, [parent])]
+    rejected = sorted(p.name for p in teams if violations(p, parent))
+    if len(rejected) < len(teams):
+        return None
+    return NOTHING_ENFORCED + (f" (rejected: {', '.join(rejected)})" if rejected else "")
+
+
+def enforcing(policies: Sequence[ReclaimPolicy]) -> set[str]:
+    """The names of the policies that enforce as they act: a team's with the mode it
+    inherits from any cluster policy it validly narrows."""
+    cluster = [p for p in policies if p.namespace is None]
+    found = {p.name for p in cluster if p.spec.mode is Mode.ENFORCE}
+    for child in (p for p in policies if p.namespace is not None):
+        for parent in delegating_parents(child, cluster):
+            acts, wrong = judge(child, parent)
+            if not wrong and acts.policy.spec.mode is Mode.ENFORCE:
+                found.add(child.name)
+    return found
+
+
 @dataclass(frozen=True)
 class Governing:
-    """The policy that acts on a workload, the cluster policy it narrows (None: it is a
-    cluster policy), and the alerts both match."""
+    """The policy that acts on a workload (a team's: its effective policy, with what it
+    inherits), the cluster policy it narrows (None: it is a cluster policy), and the
+    alerts both match."""
 
     policy: ReclaimPolicy
     parent: ReclaimPolicy | None
@@ -225,9 +264,10 @@ def governing(
     parent, matched = chosen
     if parent.spec.delegation is Delegation.NONE:
         return Governing(parent, None, matched)
-    teams = [p for p in policies if p.namespace == workload.ref.namespace]
+    judged = [judge(p, parent) for p in policies if p.namespace == workload.ref.namespace]
+    teams = [found.policy for found, wrong in judged if not wrong]
     team = select_policy(teams, matched, workload, namespace)
-    if team is not None and not violations(team[0], parent):
+    if team is not None:
         return Governing(team[0], parent, team[1])
     if parent.spec.delegation is Delegation.OPT_IN:
         return (

@@ -44,6 +44,7 @@ class ObjectView:
     in_force: int | None  # the generation that acts (None: none ever valid)
     invalid: Sequence[Finding] = ()  # why this generation is invalid (schema, model)
     rejected: Sequence[Finding] = ()  # why a team's policy has no effect (delegation)
+    note: str = ""  # in force but acting on nothing, and why (optIn and no team opts in)
 
 
 def _condition(kind: str, true: bool, reason: str, message: str, generation: int) -> dict[str, Any]:
@@ -82,7 +83,13 @@ def conditions(view: ObjectView) -> list[dict[str, Any]]:
             _condition("Invalid", True, "DelegationRejected", text, gen),
         ]
     return [
-        _condition("Ready", True, "Valid", f"generation {gen} is in force", gen),
+        _condition(
+            "Ready",
+            True,
+            "Valid",
+            f"generation {gen} is in force" + (f"; {view.note}" if view.note else ""),
+            gen,
+        ),
         _condition("Invalid", False, "Valid", "", gen),
     ]
 

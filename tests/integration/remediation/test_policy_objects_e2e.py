@@ -215,8 +215,7 @@ def test_policy_objects_with_kubectl(
     assert invalid["status"] == "True"
     assert invalid["reason"] == "DelegationRejected"
     assert (
-        "spec.ladder.gracePeriod: 60s is shorter than the cluster minimum 600s"
-        in invalid["message"]
+        "spec.ladder.gracePeriod: 1m is shorter than the cluster minimum 10m" in invalid["message"]
     )
 
     # An edit the API server refuses (schema), and one only the controller can refuse

@@ -258,6 +258,7 @@ def test_table_with_printer_columns(kube_api: FakeKubeAPI, custom: client.Custom
 
 SAMPLES: list[tuple[str, dict[str, Any]]] = (
     [(RULE_WARN_FIRST, {"reclaim": r, "notify": n}) for r in (True, False) for n in (True, False)]
+    + [(RULE_WARN_FIRST, ladder) for ladder in ({}, {"notify": False}, {"reclaim": False})]
     + [
         (
             RULE_SELECTOR_VALUES,

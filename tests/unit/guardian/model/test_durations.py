@@ -35,9 +35,28 @@ def test_reject(text: str) -> None:
         parse_duration_ms(text)
 
 
-@pytest.mark.parametrize(("seconds", "text"), [(0, "0s"), (90, "1m30s"), (5400, "1h30m")])
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0, "0s"),
+        (0.5, "500ms"),
+        (1.25, "1s250ms"),
+        (45, "45s"),
+        (90, "1m30s"),
+        (600, "10m"),
+        (3600, "1h"),
+        (5400, "1h30m"),
+        (7200, "2h"),
+        (86400, "1d"),
+        (93600, "1d2h"),
+        (604800, "1w"),
+        (31_536_000, "1y"),
+    ],
+)
 def test_format(seconds: float, text: str) -> None:
+    """As people write durations (policies check prints ``2h``, not ``7200s``)."""
     assert format_duration(seconds) == text
+    assert parse_duration(text) == seconds
 
 
 @pytest.mark.parametrize("text", ["99999999999999999y", "293y", "9" * 30 + "ms", "107000000d"])

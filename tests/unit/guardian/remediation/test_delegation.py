@@ -63,7 +63,13 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str | None]] = [
         {"scope": {"kinds": ["Job", "Pod"]}},
         "spec.scope.kinds",
     ),
-    ("any kind widens", {"scope": {"kinds": ["Job"]}}, {}, "spec.scope.kinds"),
+    (
+        "any kind widens",
+        {"scope": {"kinds": ["Job"]}},
+        {"scope": {"kinds": []}},
+        "spec.scope.kinds",
+    ),
+    ("kinds left out are inherited", {"scope": {"kinds": ["Job"]}}, {}, None),
     (
         "alerts widened",
         {"alerts": {"names": ["GpuIdle"]}},
@@ -83,9 +89,10 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str | None]] = [
     (
         "reclaim where the cluster warns only",
         {"ladder": {"gracePeriod": "1h", "reclaim": False}},
-        {},
+        {"ladder": {"gracePeriod": "2h", "reclaim": True}},
         "spec.ladder.reclaim",
     ),
+    ("warn only, inherited", {"ladder": {"gracePeriod": "1h", "reclaim": False}}, {}, None),
     (
         "skip annotate",
         {},
@@ -93,7 +100,13 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str | None]] = [
         "spec.ladder.annotate",
     ),
     ("demand added", {}, {"reclaim": {"when": "demand"}}, None),
-    ("demand dropped", {"reclaim": {"when": "demand"}}, {}, "spec.reclaim.when"),
+    (
+        "demand dropped",
+        {"reclaim": {"when": "demand"}},
+        {"reclaim": {"when": "always"}},
+        "spec.reclaim.when",
+    ),
+    ("demand inherited", {"reclaim": {"when": "demand"}}, {}, None),
     (
         "shorter pendingFor",
         {"reclaim": {"when": "demand", "pendingFor": "10m"}},
@@ -101,7 +114,13 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str | None]] = [
         "spec.reclaim.pendingFor",
     ),
     ("checkpoint added", {}, {"checkpoint": {"enabled": True}}, None),
-    ("checkpoint dropped", {"checkpoint": {"enabled": True}}, {}, "spec.checkpoint.enabled"),
+    (
+        "checkpoint dropped",
+        {"checkpoint": {"enabled": True}},
+        {"checkpoint": {"enabled": False}},
+        "spec.checkpoint.enabled",
+    ),
+    ("checkpoint inherited", {"checkpoint": {"enabled": True}}, {}, None),
     (
         "shorter checkpoint timeout",
         {"checkpoint": {"enabled": True, "timeout": "30m"}},
@@ -111,8 +130,14 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str | None]] = [
     (
         "reclaim where the cluster gives up",
         {"checkpoint": {"enabled": True, "onTimeout": "giveUp"}},
-        {"checkpoint": {"enabled": True}},
+        {"checkpoint": {"enabled": True, "onTimeout": "reclaim"}},
         "spec.checkpoint.onTimeout",
+    ),
+    (
+        "giveUp inherited",
+        {"checkpoint": {"enabled": True, "onTimeout": "giveUp"}},
+        {"checkpoint": {"enabled": True}},
+        None,
     ),
     ("rightSize where the cluster only notifies", {}, {"partial": "rightSize"}, "spec.partial"),
     ("notify where the cluster right-sizes", {"partial": "rightSize"}, {}, None),
@@ -120,9 +145,10 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str | None]] = [
     (
         "notify outside where the cluster does not",
         {"notifyOutsideWindows": False},
-        {},
+        {"notifyOutsideWindows": True},
         "spec.notifyOutsideWindows",
     ),
+    ("notifyOutsideWindows: false inherited", {"notifyOutsideWindows": False}, {}, None),
     (
         "exclusions added",
         {},
@@ -204,7 +230,7 @@ GOVERN: list[tuple[str, list[ReclaimPolicy], Any]] = [
     (
         "cluster exclusions still apply",
         [cluster(exclusions={"namespaces": ["ml"]}), team()],
-        "wait:policy fleet excludes namespace ml",
+        "wait:policy ml/team excludes namespace ml",  # the team's inherits them
     ),
     (
         "cluster windows still apply",

@@ -156,7 +156,7 @@ def test_check_reports_a_team_policy_that_widens(
     err = capsys.readouterr().err
     assert (
         "ml/team has no effect: spec.ladder.gracePeriod: "
-        "600s is shorter than the cluster minimum 3600s" in err
+        "10m is shorter than the cluster minimum 1h" in err
     )
 
 

@@ -140,3 +140,32 @@ def test_pending_pods_that_count() -> None:
     assert pending_pod({**base, "status": {"phase": "Running"}}) is None
     cpu = {**base, "spec": {"containers": [{"resources": {"requests": {"cpu": "2"}}}]}}
     assert pending_pod(cpu) is None
+
+
+def test_an_opt_in_cluster_policy_without_a_team_policy_says_nothing_is_enforced() -> None:
+    informer = _Informer()
+    objects = PolicyObjects([informer])  # type: ignore[list-item]
+    fleet = _object(1, {"mode": "enforce", "delegation": "optIn"})
+    informer.cache = _Cache(fleet)
+    policies = objects.policies()
+    (tracked,) = objects.tracked.values()
+    status = build_status(objects.view(tracked, policies), None, None, {})
+    ready = status["conditions"][0]
+    assert (ready["type"], ready["status"]) == ("Ready", "True")
+    assert ready["message"] == (
+        "generation 1 is in force; nothing is enforced: delegation optIn and no team policy opts in"
+    )
+    # A team's object that writes only what it changes opts in: it inherits the rest.
+    team = {
+        "apiVersion": "gpu-guardian.io/v1alpha1",
+        "kind": "ReclaimPolicy",
+        "metadata": {"name": "team", "namespace": "ml", "uid": "u2", "generation": 1},
+        "spec": {"ladder": {"gracePeriod": "2h"}},
+    }
+    informer.cache = _Cache(fleet, team)
+    policies = objects.policies()
+    views = {t.identity: objects.view(t, policies) for t in objects.tracked.values()}
+    assert views["fleet"].note == ""
+    assert views["ml/team"].rejected == []
+    ready = build_status(views["fleet"], None, None, {})["conditions"][0]
+    assert ready["message"] == "generation 1 is in force"
