@@ -14,6 +14,11 @@ from guardian.model.labels import LabelSet
 from guardian.model.remediation_events import HoldKind, LadderStep, StepOutcome, WorkloadRef
 
 
+# How the planner's reason for a partly idle workload begins: the idle and the other
+# parts follow (engine/remediation/evidence.py); Slack shows it on the parent message.
+PARTLY_IDLE = "partly idle"
+
+
 @dataclass(frozen=True, slots=True)
 class FiringAlert:
     """An active alert as the engine holds it (pending or firing)."""

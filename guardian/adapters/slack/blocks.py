@@ -33,6 +33,7 @@ from guardian.engine.notify.buttons import (
 )
 from guardian.engine.notify.findings import idle_for
 from guardian.model.notifications import Finding, GroupSummary, HistoryEntry, Phase
+from guardian.model.reclaim import PARTLY_IDLE
 
 MAX_BLOCKS = 50
 MAX_FIELDS = 10
@@ -139,6 +140,9 @@ def _status_line(f: Finding) -> str | None:
         return f"*Exempted* by {_user(f.exempted_by)}: GPU Guardian leaves it alone."
     if f.open and f.kept_until is not None and f.kept_by is not None:
         return f"*Kept* until {date(f.kept_until)} by {_user(f.kept_by)}."
+    if f.open and f.reason and f.reason.startswith(PARTLY_IDLE):
+        # Only part of the workload is idle: which parts, and that nothing is stopped.
+        return f"*Partly idle:* {escape(f.reason.removeprefix(PARTLY_IDLE).lstrip(', '))}"
     if f.next_step is not None and f.next_step_due is not None and f.open:
         return f"*Next step:* {f.next_step.value} due {date(f.next_step_due)}"
     if f.next_step is not None and f.open:

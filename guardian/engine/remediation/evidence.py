@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from guardian.model.labels import node_of
-from guardian.model.reclaim import FiringAlert, MemberPod, WorkloadState
+from guardian.model.reclaim import PARTLY_IDLE, FiringAlert, MemberPod, WorkloadState
 from guardian.model.times import rfc3339
 
 _DONE = ("Succeeded", "Failed")
@@ -108,7 +108,7 @@ class Coverage:
             parts.append("not idle: " + _names(self.other))
         if self.problem:
             parts.append(self.problem)
-        head = "partly idle" if self.partial else "not idle"
+        head = PARTLY_IDLE if self.partial else "not idle"
         return f"{head}, not reclaimed ({'; '.join(parts)})"
 
 
