@@ -18,7 +18,7 @@ from types import FrameType
 
 from prometheus_client import CollectorRegistry, Gauge
 
-from guardian.adapters.http_credentials import check_secret_files
+from guardian.adapters.http_credentials import check_client_files
 from guardian.adapters.prometheus import PrometheusQuerier
 from guardian.app.config_watch import ConfigWatch
 from guardian.app.controller import ControllerParts
@@ -101,7 +101,7 @@ class EngineRunner:
         self.monotonic = monotonic
         self.settings: Settings = load_settings(config_path, self.env)
         check_web_files(self.settings.web)
-        check_secret_files(self.settings.prometheus.client_config(), "prometheus")
+        check_client_files(self.settings.prometheus.client_config(), "prometheus")
         guard = web_guard(self.settings.web)  # its files are checked before anything starts
         self.parts: EngineParts = build_engine(self.settings, clock=clock)
         engine = self.parts.engine

@@ -148,6 +148,13 @@ READERS = [
         controller("web: {tls_cert_file: '{}', tls_key_file: '{}'}\n"),
     ),
     Reader(
+        "prometheus CA",
+        "guardian",
+        RUN,
+        CERTIFICATES,
+        controller("", prometheus=", tls: {ca_file: '{}'}"),
+    ),
+    Reader(
         "client CA",
         "guardian",
         RUN,
