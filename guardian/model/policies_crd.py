@@ -16,6 +16,15 @@ from __future__ import annotations
 from typing import Any
 
 from guardian.model import policy_limits as limit
+from guardian.model.openapi_schema import (
+    Schema,
+    boolean,
+    duration,
+    enum,
+    obj,
+    string,
+    strings,
+)
 from guardian.model.policies import (
     ADVICE_REASON,
     CLUSTER_KIND,
@@ -27,19 +36,8 @@ from guardian.model.policies_windows import WINDOW_PATTERN
 
 GROUP = "gpu-guardian.io"
 VERSION = "v1alpha1"
-Schema = dict[str, Any]
 
 _NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
-_UNITS = ("y", "w", "d", "h", "m", "s", "ms")
-DURATION_PATTERN = (
-    "^([0-9]+|"
-    + "|".join(
-        f"[0-9]+{unit}" + "".join(f"([0-9]+{later})?" for later in _UNITS[i + 1 :])
-        for i, unit in enumerate(_UNITS)
-    )
-    + ")$"
-)
-"""Seconds, or a Prometheus duration with its units largest first (never empty)."""
 
 # The CEL rules, with the messages the file loader gives for the same mistakes.
 # A team's ReclaimPolicy has no defaults (what it leaves out it inherits): has() first.
@@ -62,53 +60,6 @@ RULE_NO_ADVICE = (
 )
 
 
-def _string(**extra: Any) -> Schema:
-    return {"type": "string", **extra}
-
-
-def _duration(default: str, description: str) -> Schema:
-    return {
-        "x-kubernetes-int-or-string": True,
-        "pattern": DURATION_PATTERN,
-        "maxLength": limit.MAX_DURATION_TEXT,
-        "default": default,
-        "description": description + " A Prometheus duration (90s, 30m, 1h30m) or seconds.",
-    }
-
-
-def _bool(default: bool, description: str) -> Schema:
-    return {"type": "boolean", "default": default, "description": description}
-
-
-def _enum(values: tuple[str, ...], default: str, description: str) -> Schema:
-    return {"type": "string", "enum": list(values), "default": default, "description": description}
-
-
-def _obj(properties: dict[str, Schema], description: str = "", **extra: Any) -> Schema:
-    """An object schema; ``rules``: its x-kubernetes-validations."""
-    rules = extra.pop("rules", None)
-    out: Schema = {"type": "object", "properties": properties, **extra}
-    if rules:
-        out["x-kubernetes-validations"] = rules
-    if description:
-        out["description"] = description
-    return out
-
-
-def _strings(
-    description: str, max_items: int, max_length: int, pattern: str | None = None
-) -> Schema:
-    item = _string(maxLength=max_length)
-    if pattern is not None:
-        item["pattern"] = pattern
-    return {
-        "type": "array",
-        "maxItems": max_items,
-        "items": item,
-        "description": description,
-    }
-
-
 def _string_map(description: str, max_value: int, keys: bool = True) -> Schema:
     """Label keys (their pattern bounds their length) to values of at most ``max_value``."""
     out: Schema = {
@@ -125,11 +76,11 @@ def _string_map(description: str, max_value: int, keys: bool = True) -> Schema:
 
 
 def label_selector(description: str) -> Schema:
-    requirement = _obj(
+    requirement = obj(
         {
-            "key": _string(maxLength=limit.MAX_LABEL_KEY),
+            "key": string(maxLength=limit.MAX_LABEL_KEY),
             "operator": {"type": "string", "enum": ["In", "NotIn", "Exists", "DoesNotExist"]},
-            "values": _strings("For In and NotIn only.", limit.MAX_VALUES, limit.MAX_LABEL_VALUE),
+            "values": strings("For In and NotIn only.", limit.MAX_VALUES, limit.MAX_LABEL_VALUE),
         },
         required=["key", "operator"],
         rules=[
@@ -139,7 +90,7 @@ def label_selector(description: str) -> Schema:
             }
         ],
     )
-    return _obj(
+    return obj(
         {
             "matchLabels": _string_map("Labels that must all match.", limit.MAX_LABEL_VALUE),
             "matchExpressions": {
@@ -156,13 +107,13 @@ _NAMESPACES = (limit.MAX_NAMESPACES, limit.MAX_NAME, _NAME_PATTERN)
 
 
 def _ladder_schema() -> Schema:
-    return _obj(
+    return obj(
         {
-            "notify": _bool(True, "Notify at once (required when reclaim is true)."),
-            "annotate": _bool(True, "Annotate the workload on the next cycle."),
-            "gracePeriod": _duration("1h", "Reclaim no sooner than this after the notification."),
-            "reclaim": _bool(True, "false: warn only."),
-            "reproveAfterOutage": _duration(
+            "notify": boolean(True, "Notify at once (required when reclaim is true)."),
+            "annotate": boolean(True, "Annotate the workload on the next cycle."),
+            "gracePeriod": duration("1h", "Reclaim no sooner than this after the notification."),
+            "reclaim": boolean(True, "false: warn only."),
+            "reproveAfterOutage": duration(
                 "0s",
                 "After an outage of the evidence longer than this, reclaim only once the "
                 "idle window has been seen again (0s: never).",
@@ -183,9 +134,9 @@ def _alerts_schema() -> Schema:
     # Asking for right-sizing advice (GpuMemoryUnderutilized, guardian_class rightsize) is
     # refused by the API server (the CEL rule) and by the controller's validation, with
     # the file loader's words.
-    return _obj(
+    return obj(
         {
-            "names": _strings(
+            "names": strings(
                 "Any of these alertnames (empty: any). Never GpuMemoryUnderutilized:"
                 " right-sizing advice, which no policy acts on.",
                 limit.MAX_ALERT_NAMES,
@@ -207,12 +158,12 @@ def _alerts_schema() -> Schema:
 
 
 def _scope_schema() -> Schema:
-    return _obj(
+    return obj(
         {
-            "namespaces": _strings("Empty: every namespace.", *_NAMESPACES),
+            "namespaces": strings("Empty: every namespace.", *_NAMESPACES),
             "namespaceSelector": label_selector("On the Namespace's labels."),
             "workloadSelector": label_selector("On the workload's labels."),
-            "kinds": _strings(
+            "kinds": strings(
                 "Workload kinds (empty: every kind).", limit.MAX_KINDS, limit.MAX_NAME
             ),
         },
@@ -222,7 +173,7 @@ def _scope_schema() -> Schema:
 
 
 def _limits_schema() -> Schema:
-    return _obj(
+    return obj(
         {
             "perCycle": {"type": "integer", "minimum": 0, "default": 5},
             "perNamespacePerHour": {"type": "integer", "minimum": 0, "default": 10},
@@ -233,9 +184,9 @@ def _limits_schema() -> Schema:
 
 
 def _exclusions_schema() -> Schema:
-    return _obj(
+    return obj(
         {
-            "namespaces": _strings("Never in these namespaces.", *_NAMESPACES),
+            "namespaces": strings("Never in these namespaces.", *_NAMESPACES),
             "workloadSelector": label_selector("Never workloads with these labels."),
         },
         default={},
@@ -243,21 +194,21 @@ def _exclusions_schema() -> Schema:
 
 
 def _reclaim_schema() -> Schema:
-    return _obj(
+    return obj(
         {
-            "when": _enum(("always", "demand"), "always", "demand: only while pods wait."),
-            "pendingFor": _duration("5m", "How long a pod must have been Pending."),
+            "when": enum(("always", "demand"), "always", "demand: only while pods wait."),
+            "pendingFor": duration("5m", "How long a pod must have been Pending."),
         },
         default={},
     )
 
 
 def _checkpoint_schema() -> Schema:
-    return _obj(
+    return obj(
         {
-            "enabled": _bool(False, "Ask the workload to checkpoint before reclaiming."),
-            "timeout": _duration("15m", "How long to wait for the acknowledgement."),
-            "onTimeout": _enum(("reclaim", "giveUp"), "reclaim", "Without acknowledgement."),
+            "enabled": boolean(False, "Ask the workload to checkpoint before reclaiming."),
+            "timeout": duration("15m", "How long to wait for the acknowledgement."),
+            "onTimeout": enum(("reclaim", "giveUp"), "reclaim", "Without acknowledgement."),
         },
         default={},
     )
@@ -267,39 +218,39 @@ def spec_schema(cluster: bool) -> Schema:
     """The spec, one section builder per object field, in the fields' order."""
     props: dict[str, Schema] = {
         "priority": {"type": "integer", "default": 0, "description": "Precedence."},
-        "mode": _enum(("observe", "enforce"), "observe", "observe: plan and report only."),
+        "mode": enum(("observe", "enforce"), "observe", "observe: plan and report only."),
         "alerts": _alerts_schema(),
         "scope": _scope_schema(),
         "ladder": _ladder_schema(),
-        "warmup": _duration("30m", "Minimum workload age, and quiet time after a restore."),
+        "warmup": duration("30m", "Minimum workload age, and quiet time after a restore."),
         "limits": _limits_schema(),
-        "hpa": _enum(("refuse", "record"), "refuse", "Workloads an HPA scales."),
-        "allowPodDeletion": _bool(False, "Delete a bare pod (else annotate and notify only)."),
-        "respectSilences": _bool(True, "No step while Alertmanager silences the alert."),
+        "hpa": enum(("refuse", "record"), "refuse", "Workloads an HPA scales."),
+        "allowPodDeletion": boolean(False, "Delete a bare pod (else annotate and notify only)."),
+        "respectSilences": boolean(True, "No step while Alertmanager silences the alert."),
         "exclusions": _exclusions_schema(),
-        "activeWindows": _strings(
+        "activeWindows": strings(
             "When the ladder may advance, e.g. 'Mon-Fri 07:30-20:30 Europe/Berlin'.",
             limit.MAX_WINDOWS,
             limit.MAX_WINDOW,
             pattern=WINDOW_PATTERN,
         ),
-        "notifyOutsideWindows": _bool(True, "Notify even outside the active windows."),
+        "notifyOutsideWindows": boolean(True, "Notify even outside the active windows."),
         "reclaim": _reclaim_schema(),
         "checkpoint": _checkpoint_schema(),
-        "partial": _enum(
+        "partial": enum(
             ("notify", "rightSize"),
             "notify",
             "A partly idle workload: notify only, or remove exactly its idle replicas.",
         ),
     }
     if cluster:
-        props["delegation"] = _enum(
+        props["delegation"] = enum(
             ("none", "allow", "optIn"), "none", "What teams' ReclaimPolicies may do."
         )
     rules = [{"rule": RULE_RIGHT_SIZE, "message": RIGHT_SIZE_NEEDS_RECLAIM}]
     if not cluster:
-        return _obj(_without_defaults(props), INHERITS, rules=rules)
-    return _obj(props, default={}, rules=rules)
+        return obj(_without_defaults(props), INHERITS, rules=rules)
+    return obj(props, default={}, rules=rules)
 
 
 INHERITS = (
@@ -319,27 +270,27 @@ def _without_defaults(schema: Any) -> Any:
 
 
 def status_schema() -> Schema:
-    condition = _obj(
+    condition = obj(
         {
-            "type": _string(),
-            "status": _enum(("True", "False", "Unknown"), "Unknown", ""),
-            "reason": _string(),
-            "message": _string(),
+            "type": string(),
+            "status": enum(("True", "False", "Unknown"), "Unknown", ""),
+            "reason": string(),
+            "message": string(),
             "observedGeneration": {"type": "integer"},
-            "lastTransitionTime": _string(format="date-time"),
+            "lastTransitionTime": string(format="date-time"),
         },
         required=["type", "status"],
     )
-    candidate = _obj(
+    candidate = obj(
         {
-            "workload": _string(),
-            "action": _string(),
-            "at": _string(),
-            "reason": _string(),
-            "waitingFor": _string(),
+            "workload": string(),
+            "action": string(),
+            "at": string(),
+            "reason": string(),
+            "waitingFor": string(),
         }
     )
-    return _obj(
+    return obj(
         {
             "observedGeneration": {"type": "integer"},
             "conditions": {
@@ -351,8 +302,8 @@ def status_schema() -> Schema:
             "matchedWorkloads": {"type": "integer"},
             "pendingSteps": {"type": "integer"},
             "reclaimed": {"type": "integer"},
-            "lastAction": _string(),
-            "lastActionTime": _string(),
+            "lastAction": string(),
+            "lastActionTime": string(),
             "candidates": {"type": "array", "items": candidate},
         }
     )
@@ -377,10 +328,10 @@ PRINTER_COLUMNS = [
 def crd(cluster: bool) -> dict[str, Any]:
     kind = CLUSTER_KIND if cluster else KIND
     plural = kind.lower().removesuffix("y") + "ies"
-    schema = _obj(
+    schema = obj(
         {
-            "apiVersion": _string(),
-            "kind": _string(),
+            "apiVersion": string(),
+            "kind": string(),
             "metadata": {"type": "object"},
             "spec": spec_schema(cluster),
             "status": status_schema(),
