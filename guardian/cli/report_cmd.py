@@ -7,11 +7,12 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from guardian.adapters.prometheus import PrometheusQuerier
 from guardian.app.report.formats import render_csv, render_json, render_table
-from guardian.app.report.gpu_hours import ReportOptions, UsageReport
+from guardian.app.report.gpu_hours import ReportOptions, ReportResult, UsageReport
 from guardian.app.report.html import render_html
 from guardian.app.rules.build import prometheus_access
 from guardian.app.settings.config_file import load_settings
@@ -47,6 +48,21 @@ def register(subparsers: SubParsers) -> None:
     p.set_defaults(handler=run_report)
 
 
+Render = Callable[[ReportResult], str]
+
+
+def renderer(fmt: str, by: str) -> Render:
+    """How to print the report in ``fmt``. The HTML page draws its charts itself (inline
+    SVG): it needs no plotting library, and works in the image too."""
+    if fmt == "table":
+        return lambda result: render_table(result, by)
+    if fmt == "csv":
+        return render_csv
+    if fmt == "json":
+        return lambda result: json.dumps(render_json(result, by), indent=2) + "\n"
+    return lambda result: render_html(result, by)
+
+
 def run_report(args: argparse.Namespace) -> int:
     if not args.config:
         print("guardian report: --config is required (or set GUARDIAN_CONFIG)", file=sys.stderr)
@@ -54,6 +70,7 @@ def run_report(args: argparse.Namespace) -> int:
     if args.format == "html" and not args.output:
         print("guardian report: --format html needs --output FILE", file=sys.stderr)
         return EXIT_USAGE
+    render = renderer(args.format, args.by)
     try:
         span = parse_range(args, time.time())
         options = ReportOptions(
@@ -80,14 +97,7 @@ def run_report(args: argparse.Namespace) -> int:
         return EXIT_FAILURE
     finally:
         querier.close()
-    if args.format == "table":
-        text = render_table(result, args.by)
-    elif args.format == "csv":
-        text = render_csv(result)
-    elif args.format == "json":
-        text = json.dumps(render_json(result, args.by), indent=2) + "\n"
-    else:
-        text = render_html(result, args.by)
+    text = render(result)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
         print(f"guardian report: wrote {args.output}", file=sys.stderr)

@@ -13,7 +13,6 @@ from enum import StrEnum
 from guardian.model.labels import LabelSet
 from guardian.model.remediation_events import HoldKind, LadderStep, StepOutcome, WorkloadRef
 
-
 # How the planner's reason for a partly idle workload begins: the idle and the other
 # parts follow (engine/remediation/evidence.py); Slack shows it on the parent message.
 PARTLY_IDLE = "partly idle"

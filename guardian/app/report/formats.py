@@ -13,6 +13,7 @@ from typing import Any
 
 from guardian.app.report.gpu_hours import ReportResult
 from guardian.engine.report.chargeback import Summary, summarize, total
+from guardian.engine.report.headline import Headline, WorkloadLine, headline, workload_lines
 from guardian.model.times import rfc3339
 from guardian_common.durations import format_duration
 
@@ -38,8 +39,8 @@ def money(amount: float | None, currency: str) -> str:
     return "n/a" if amount is None else f"{currency}{amount:,.2f}"
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0%}"
+def pct(value: float | None, digits: int = 1) -> str:
+    return "n/a" if value is None else f"{value:.{digits}%}"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -72,6 +73,29 @@ def header_line(result: ReportResult) -> str:
     )
 
 
+def top_line(line: WorkloadLine, currency: str) -> str:
+    s = line.summary
+    return (
+        f"{line.name}: {money(s.idle_cost, currency)} idle "
+        f"({s.idle:,.1f} idle GPU-hours, {pct(line.share_idle)} of its GPU-hours)"
+    )
+
+
+def headline_lines(top: Headline, currency: str) -> list[str]:
+    """The headline: idle cost, the share of spend idle, the top idle workloads."""
+    t = top.total
+    spend = f"{money(t.idle_cost, currency)} of {money(t.cost, currency)} GPU spend"
+    hours = f"{t.idle:,.1f} of {t.allocated:,.1f} allocated"
+    lines = [
+        f"idle cost: {spend} ({pct(top.share_of_spend_idle)} of spend idle)",
+        f"idle GPU-hours: {hours} ({pct(top.share_of_hours_idle)})",
+    ]
+    if top.top:
+        lines.append("top idle workloads:")
+        lines += [f"  {i}. {top_line(w, currency)}" for i, w in enumerate(top.top, 1)]
+    return lines
+
+
 def render_table(result: ReportResult, by: str) -> str:
     cur = result.currency
     summaries = summarize(result.rows, by, result.days)
@@ -85,12 +109,13 @@ def render_table(result: ReportResult, by: str) -> str:
             f"{s.idle:.1f}",
             f"{s.idle_fully:.1f}",
             f"{s.idle_partly:.1f}",
-            _pct(s.utilization),
+            pct(s.utilization, 0).replace("n/a", "-"),
             money(s.cost, cur),
             money(s.idle_cost, cur),
         ]
 
     lines = [header_line(result), ""]
+    lines += [*headline_lines(headline(result.rows, result.days), cur), ""]
     head = [by.upper(), "ALLOCATED GPU-h", "USED GPU-h", "IDLE GPU-h", *SPLIT, "UTIL", "COST"]
     lines += _table([*head, "IDLE COST"], [row(s) for s in summaries] + [row(everything)])
     lines += ["", "per day (all keys):"]
@@ -156,6 +181,33 @@ def _summary_json(s: Summary) -> dict[str, Any]:
     }
 
 
+def _workload_json(line: WorkloadLine) -> dict[str, Any]:
+    s = line.summary
+    return {
+        "namespace": line.namespace,
+        "workload": line.workload,
+        "allocated_gpu_hours": s.allocated,
+        "idle_gpu_hours": s.idle,
+        "idle_gpu_hours_fully_idle": s.idle_fully,
+        "idle_gpu_hours_partly_idle": s.idle_partly,
+        "idle_cost": s.idle_cost,
+        "cost": s.cost,
+        "share_idle": line.share_idle,
+    }
+
+
+def _headline_json(result: ReportResult) -> dict[str, Any]:
+    top = headline(result.rows, result.days)
+    return {
+        "idle_cost": top.total.idle_cost,
+        "cost": top.total.cost,
+        "share_of_spend_idle": top.share_of_spend_idle,
+        "idle_gpu_hours": top.total.idle,
+        "allocated_gpu_hours": top.total.allocated,
+        "top_idle_workloads": [_workload_json(w) for w in top.top],
+    }
+
+
 def render_json(result: ReportResult, by: str) -> dict[str, Any]:
     return {
         "since": rfc3339(result.since),
@@ -166,7 +218,9 @@ def render_json(result: ReportResult, by: str) -> dict[str, Any]:
         "currency": result.currency,
         "by": by,
         "days": result.days,
+        "headline": _headline_json(result),
         "total": _summary_json(total(result.rows, result.days)),
         "groups": [_summary_json(s) for s in summarize(result.rows, by, result.days)],
+        "workloads": [_workload_json(w) for w in workload_lines(result.rows, result.days)],
         "rows": [dataclasses.asdict(r) for r in result.rows],
     }

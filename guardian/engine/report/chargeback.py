@@ -155,8 +155,8 @@ def summarize(rows: Sequence[UsageRow], by: str, days: Sequence[str]) -> list[Su
     return sorted(out.values(), key=lambda s: (-(s.idle_cost or 0.0), -s.idle, s.key))
 
 
-def total(rows: Sequence[UsageRow], days: Sequence[str]) -> Summary:
-    summary = Summary("total", daily={d: _zero_day() for d in days})
+def total(rows: Sequence[UsageRow], days: Sequence[str], key: str = "total") -> Summary:
+    summary = Summary(key, daily={d: _zero_day() for d in days})
     for row in rows:
         summary.add(row)
     return summary

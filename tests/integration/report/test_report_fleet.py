@@ -168,7 +168,19 @@ def test_the_table_and_csv_split_idle_hours(fleet_prometheus, tmp_path: Path) ->
         csv.DictReader(io.StringIO(_cli(tmp_path, fleet_prometheus.url, "--format", "csv").stdout))
     )
 
-    assert "IDLE GPU-h  FULLY IDLE  PARTLY IDLE" in table[2]
+    # The headline first, then the summary.
+    assert table[2:8] == [
+        "idle cost: €4,599.00 of €5,589.00 GPU spend (82.3% of spend idle)",
+        "idle GPU-hours: 1,548.0 of 1,944.0 allocated (79.6%)",
+        "top idle workloads:",
+        (
+            "  1. research/StatefulSet/notebook: €1,944.00 idle "
+            "(486.0 idle GPU-hours, 100.0% of its GPU-hours)"
+        ),
+        "  2. serve/Deployment/web: €1,845.00 idle (738.0 idle GPU-hours, 75.9% of its GPU-hours)",
+        "  3. ml/Deployment/train: €810.00 idle (324.0 idle GPU-hours, 66.7% of its GPU-hours)",
+    ]
+    assert "IDLE GPU-h  FULLY IDLE  PARTLY IDLE" in table[9]
     serve = next(line for line in table if line.startswith("serve"))
     assert serve.split()[1:6] == ["972.0", "210.6", "738.0", "504.0", "234.0"]
     day9 = [

@@ -1,13 +1,16 @@
-"""The HTML report opens in a real headless Chromium (Debian's package) and its plots render.
+"""The HTML report opens in a real headless Chromium (Debian's package) and its charts render.
 
 The report is written by the command against the backfilled fleet, opened from a
 ``file://`` URL with networking off (it must need nothing else), and checked twice: the
-DOM after its scripts ran has plotly's SVG plots with a trace per group (the series
-names in their legends), and the screenshot is not blank.
+DOM after its scripts ran has the headline (whose figures are the CSV's totals), the four
+SVG charts with a series per group (the names in their legends) and the per-workload
+table, and the screenshot is not blank. The file is self-contained and under 1.5 MB.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 import shutil
 import struct
@@ -95,49 +98,107 @@ def png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
     return width, height, [bytes(r[i : i + 3]) for r in rows for i in range(0, stride, bpp)]
 
 
-def test_the_html_report_renders_its_plots_in_chromium(fleet_prometheus, tmp_path: Path) -> None:
-    out = tmp_path / "report.html"
-    cfg = config(tmp_path / "guardian.yaml", fleet_prometheus.url)
-    made = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "guardian",
-            "report",
-            "--config",
-            str(cfg),
-            "--since",
-            str(SINCE),
-            "--until",
-            str(UNTIL),
-            "--format",
-            "html",
-            "--output",
-            str(out),
-            "--progress",
-            "none",
-        ],
+COMMAND = (sys.executable, "-m", "guardian", "report", "--progress", "none")
+
+
+def report(cfg: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*COMMAND, "--config", str(cfg), "--since", str(SINCE), "--until", str(UNTIL), *args],
         capture_output=True,
         text=True,
         check=False,
         timeout=120,
     )
+
+
+def csv_totals(text: str) -> tuple[float, float, float, float]:
+    """Idle cost, cost, idle and allocated GPU-hours: the CSV's columns summed."""
+    rows = list(csv.DictReader(io.StringIO(text)))
+    return (
+        sum(float(r["idle_cost"]) for r in rows),
+        sum(float(r["cost"]) for r in rows),
+        sum(float(r["idle_gpu_hours"]) for r in rows),
+        sum(float(r["allocated_gpu_hours"]) for r in rows),
+    )
+
+
+def headline_value(dom: str, key: str) -> str:
+    found = re.search(rf'<div class="value" id="headline-{key}">([^<]+)</div>', dom)
+    assert found, key
+    return found.group(1)
+
+
+def check_headline(dom: str, csv_text: str) -> None:
+    idle_cost, cost, idle, allocated = csv_totals(csv_text)
+    assert (round(idle_cost, 2), round(cost, 2)) == (4599.0, 5589.0)  # the fleet's, by hand
+    assert headline_value(dom, "idle-cost") == f"€{idle_cost:,.2f}"
+    assert headline_value(dom, "cost") == f"€{cost:,.2f}"
+    assert headline_value(dom, "share-idle") == f"{idle_cost / cost:.1%}"
+    assert headline_value(dom, "idle-hours") == f"{idle:,.1f} of {allocated:,.1f}"
+    top = re.findall(r"<li><b>([^<]+)</b>: ([^ ]+) idle", dom)
+    assert top == [
+        ("research/StatefulSet/notebook", "€1,944.00"),
+        ("serve/Deployment/web", "€1,845.00"),
+        ("ml/Deployment/train", "€810.00"),
+    ]
+    assert dom.index('id="headline"') < dom.index("<svg")
+
+
+CLICK = """<script>
+var th = document.querySelectorAll("#workloads th");
+th[7].click(); th[7].click();  /* share idle: descending, then ascending */
+</script></body>"""
+
+
+def check_sorting(tmp_path: Path, html: str) -> None:
+    """A click on a column sorts the workloads by it (the page's own script, in Chromium)."""
+    clicked = tmp_path / "clicked.html"
+    clicked.write_text(html.replace("</body>", CLICK), encoding="utf-8")
+    dom = chromium(tmp_path, "--dump-dom", clicked.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    body = dom.stdout[dom.stdout.index('<table id="workloads"') :].split("</tbody>")[0]
+    assert re.findall(r"<tr><td>[^<]+</td><td>([^<]+)</td>", body) == [
+        "Deployment/train",  # 66.7 % idle
+        "Deployment/web",  # 75.9 %
+        "StatefulSet/notebook",  # 100 %
+    ]
+    assert '<th data-dir="asc">share idle</th>' in dom.stdout
+
+
+def test_the_html_report_renders_its_plots_in_chromium(fleet_prometheus, tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    cfg = config(tmp_path / "guardian.yaml", fleet_prometheus.url)
+    made = report(cfg, "--format", "html", "--output", str(out))
     assert made.returncode == 0, made.stderr
+    as_csv = report(cfg, "--format", "csv")
+    assert as_csv.returncode == 0, as_csv.stderr
     html = out.read_text(encoding="utf-8")
+    assert out.stat().st_size < 1_500_000
     assert not re.search(r"<script[^>]+src=", html), "the report must not load scripts"
-    assert "cdn" not in html.lower().split("plotly.js")[0]
+    assert not re.search(r"https?://", html), "the report must open offline"
 
     dom = chromium(tmp_path, "--dump-dom", out.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
-    # plotly drew the three plots as SVG, with one legend entry per group.
-    assert len(re.findall(r'<svg class="main-svg"', dom.stdout)) >= 6
-    for plot in ("idle-gpu-hours", "cost", "idle-split"):
+    check_headline(dom.stdout, as_csv.stdout)
+    # Four SVG charts; idle cost and all spend apart, one legend entry per group.
+    assert len(re.findall(r'<svg class="main-svg"', dom.stdout)) == 4
+    for plot in ("idle-cost", "spend", "idle-gpu-hours", "idle-split"):
         assert f'id="{plot}"' in dom.stdout
     legend = re.findall(r'<text class="legendtext"[^>]*>([^<]+)</text>', dom.stdout)
-    assert {"team-a", "team-b", "team-c", "total cost"} <= set(legend)
+    assert legend.count("team-a") == legend.count("team-c") == 3
     assert {"in fully idle workloads", "in partly idle workloads"} <= set(legend)
+    assert "total cost" not in legend
     assert "<th>fully idle</th><th>partly idle</th>" in dom.stdout
-    assert len(re.findall(r'class="point"', dom.stdout)) >= 2 * 21  # bars: one per day and group
+    assert len(re.findall(r'class="bar"', dom.stdout)) >= 2 * 21  # bars: one per day and group
+    workloads = dom.stdout[dom.stdout.index('<table id="workloads"') :]
+    names = re.findall(r"<tr><td>([^<]+)</td><td>([^<]+)</td>", workloads.split("</tbody>")[0])
+    assert names == [
+        ("research", "StatefulSet/notebook"),
+        ("serve", "Deployment/web"),
+        ("ml", "Deployment/train"),
+    ]
+
+    check_sorting(tmp_path, html)
 
     shot = tmp_path / "report.png"
     taken = chromium(tmp_path, f"--screenshot={shot}", out.as_uri())

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 import pytest
 
 from guardian.app.report.formats import render_csv, render_json, render_table
 from guardian.app.report.gpu_hours import ReportResult
 from guardian.app.report.html import render_html
+from guardian.app.report.svg import MAX_KEYS, Series, capped, nice_ticks
 from guardian.engine.notify.findings import PriceTable
 from guardian.engine.report.chargeback import (
     PodHours,
@@ -110,19 +112,59 @@ def test_table_csv_and_json() -> None:
     assert data["total"]["allocated_gpu_hours"] == 58.0
 
 
-def test_html_is_one_file_with_plotly_inline_and_a_trace_per_key() -> None:
+def test_html_is_one_small_file_with_a_headline_charts_and_a_workload_table() -> None:
     page = render_html(RESULT, "gpu_group")
 
     assert page.startswith("<!DOCTYPE html>")
     assert "<script src=" not in page
-    assert page.count("Plotly.newPlot") == 3
-    assert '"name":"in fully idle workloads"' in page
-    assert '"name":"in partly idle workloads"' in page
+    assert not re.search(r"https?://", page)  # nothing to fetch: it opens offline
+    assert len(page.encode()) < 100_000
+    # The headline first: idle cost, share of spend idle (unknown: a T4 has no price).
+    assert page.index('id="headline"') < page.index("<svg")
+    assert '<div class="value" id="headline-idle-cost">n/a</div>' in page
+    assert '<div class="value" id="headline-share-idle">n/a</div>' in page
+    assert '<div class="value" id="headline-idle-hours">34.0 of 58.0</div>' in page
+    top = page[page.index('<ol id="headline-top">') :]
+    assert top.index("ml/Deployment/train") < top.index("ml/StatefulSet/db")
+    for chart in ("idle-cost", "spend", "idle-gpu-hours", "idle-split"):
+        assert page.count(f'<figure class="chart" id="{chart}">') == 1
+    assert page.count('<svg class="main-svg"') == 4
+    assert ">in fully idle workloads</text>" in page
+    assert ">in partly idle workloads</text>" in page
+    legend = re.findall(r'<text class="legendtext"[^>]*>([^<]+)</text>', page)
+    assert legend.count("a") == legend.count("b") == 3  # idle cost, spend, idle GPU-hours
+    assert "<title>a, 2023-11-15: $48.00</title>" in page  # the idle cost bar's hover
+    workloads = page[page.index('<table id="workloads"') :]
+    assert workloads.index("Deployment/train") < workloads.index("StatefulSet/db")
+    assert '<td data-v="0.500000">50.0%</td>' in workloads  # train: 24 of 48 GPU-h idle
     assert "<th>fully idle</th><th>partly idle</th>" in page
-    assert '"name":"a"' in page
-    assert '"name":"b"' in page
-    assert '"name":"total cost"' in page
-    assert "<table>" in page
+
+
+def test_headline_in_table_and_json() -> None:
+    priced = ReportResult(T0, T0 + DAY, DAYS[:1], ROWS[:1], "$", "guardian", 300.0, 0.05, 3)
+    table = render_table(priced, "gpu_group").splitlines()
+    data = render_json(priced, "gpu_group")
+
+    assert table[2:6] == [
+        "idle cost: $48.00 of $96.00 GPU spend (50.0% of spend idle)",
+        "idle GPU-hours: 24.0 of 48.0 allocated (50.0%)",
+        "top idle workloads:",
+        "  1. ml/Deployment/train: $48.00 idle (24.0 idle GPU-hours, 50.0% of its GPU-hours)",
+    ]
+    assert data["headline"]["share_of_spend_idle"] == 0.5
+    assert data["headline"]["top_idle_workloads"][0]["workload"] == "Deployment/train"
+    assert data["workloads"][0]["idle_gpu_hours_partly_idle"] == 24.0
+
+
+def test_charts_cap_keys_and_round_their_axis() -> None:
+    series = [Series(f"k{i}", [float(i)]) for i in range(15)]
+    capped_series = capped(series)
+
+    assert len(capped_series) == MAX_KEYS
+    assert capped_series[-1] == Series("other (6)", [9.0 + 10 + 11 + 12 + 13 + 14])
+    assert nice_ticks(0.0) == [0.0, 1.0]
+    assert nice_ticks(87.0) == [0.0, 20.0, 40.0, 60.0, 80.0, 100.0]
+    assert nice_ticks(4599.0)[-1] == 5000.0
 
 
 def test_idle_hours_split_into_fully_and_partly_idle_workloads_in_every_format() -> None:
