@@ -1,28 +1,55 @@
-# syntax=docker/dockerfile:1.7
 # One image, two entry points:
 #   controller (default):  guardian run --config /etc/gpu-guardian/config/guardian.yaml
 #   node exporter:         command: [guardian-exporter]  args: [serve, ...]
-# Build:  docker build --build-arg VERSION=$(git describe --tags --always) -t gpu-guardian:dev .
+# Build with Docker:  docker build --build-arg VERSION=$(git describe --tags --always) -t gpu-guardian:dev .
+# Build without a registry (podman, Debian's packages only): make image. It runs this file
+# with BASE_IMAGE set to a root filesystem made by mmdebstrap, the same Debian release as
+# the pinned base, and PIP_INSTALL_OPTIONS pointing pip at wheels downloaded beforehand
+# (scripts/build-image); tests/integration/image/ checks that image against this file.
 # Kubernetes ignores HEALTHCHECK; the manifests probe /healthz and /readyz instead.
-ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+#
+# The base is Debian 12 (bookworm) slim, pinned by digest: the tag says which snapshot,
+# the digest is what is pulled. Python is Debian's python3 (3.11), from Debian's archive.
+# To refresh it (a newer point release or security fixes in the base):
+#   docker buildx imagetools inspect debian:bookworm-slim     # the "Digest:" line
+#   (or: skopeo inspect --format '{{.Digest}}' docker://docker.io/library/debian:bookworm-slim)
+# then put the dated tag and that digest below. Docker's record of every digest is
+# https://github.com/docker-library/repo-info/blob/master/repos/debian/remote/bookworm-slim.md
+ARG BASE_IMAGE=debian:bookworm-20260918-slim@sha256:3783cc01769c7b2b1b83a5c5ad96c815348e28ed7da68e2e3687004faa906251
 
-FROM ${PYTHON_IMAGE} AS builder
+# Debian's Python and the CA certificates (Slack and any https Prometheus), nothing else.
+FROM ${BASE_IMAGE} AS python
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        python3 ca-certificates \
+ && apt-get clean \
+ && rm -rf /var/lib/apt/lists/*
+
+FROM python AS builder
+# venv and pip exist only here; the image gets the virtual environment without pip.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-venv \
+ && apt-get clean \
+ && rm -rf /var/lib/apt/lists/*
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-RUN python -m venv /opt/gpu-guardian
-COPY requirements/constraints.txt requirements/constraints.txt
+RUN python3 -m venv /opt/gpu-guardian
+COPY requirements requirements
 COPY pyproject.toml README.md ./
 COPY guardian guardian
 COPY exporter exporter
 COPY guardian_common guardian_common
 # The build context has no .git, so setuptools-scm takes the version from here.
 ARG VERSION=0.0.0+unknown
+# Empty: from the package index. make image: --no-index --find-links=requirements/wheels.
+ARG PIP_INSTALL_OPTIONS=""
 RUN SETUPTOOLS_SCM_PRETEND_VERSION="${VERSION}" \
-    /opt/gpu-guardian/bin/pip install -c requirements/constraints.txt . \
+    /opt/gpu-guardian/bin/pip install ${PIP_INSTALL_OPTIONS} -c requirements/constraints.txt . \
+ && /opt/gpu-guardian/bin/pip uninstall --yes --quiet pip setuptools \
  && /opt/gpu-guardian/bin/python -m compileall -q /opt/gpu-guardian
 
-FROM ${PYTHON_IMAGE}
+FROM python
 ARG VERSION=0.0.0+unknown
 ARG REVISION=unknown
 ARG CREATED=unknown
@@ -38,78 +65,13 @@ COPY --from=builder /opt/gpu-guardian /opt/gpu-guardian
 COPY rules /usr/share/gpu-guardian/rules
 # Bytecode is compiled at build time, so nothing is written at run time and the
 # root filesystem can be mounted read-only.
-ENV PATH=/opt/gpu-guardian/bin:${PATH} \
+ENV PATH=/opt/gpu-guardian/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
 
-# One health check for both entry points: it reads PID 1's command line to tell the
-# exporter (port from --port / GUARDIAN_EXPORTER_PORT, default 9400) from the controller
-# (listen_address from its --config / GUARDIAN_CONFIG file, or GUARDIAN_LISTEN_ADDRESS)
-# and asks that process's /healthz. Any other command (e.g. --help) is healthy.
-COPY --chmod=0755 <<'EOF' /usr/local/bin/gpu-guardian-healthcheck
-#!/opt/gpu-guardian/bin/python
-"""Docker HEALTHCHECK: GET /healthz of the gpu-guardian process that is PID 1."""
-import os
-import ssl
-import sys
-import urllib.request
-
-import yaml
-
-
-def flag(argv, name):
-    for i, arg in enumerate(argv):
-        if arg == name and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith(name + "="):
-            return arg.split("=", 1)[1]
-    return None
-
-
-def target(argv, env):
-    names = [os.path.basename(a) for a in argv[:2]]
-    if "guardian-exporter" in names or "exporter" in argv[:3]:
-        port = flag(argv, "--port") or env.get("GUARDIAN_EXPORTER_PORT") or "9400"
-        tls = flag(argv, "--tls-cert-file") or env.get("GUARDIAN_EXPORTER_TLS_CERT_FILE")
-        return ("https" if tls else "http") + f"://127.0.0.1:{port}/healthz"
-    if "run" in argv:
-        address = env.get("GUARDIAN_LISTEN_ADDRESS")
-        tls = env.get("GUARDIAN_WEB__TLS_CERT_FILE")
-        config = flag(argv, "--config") or env.get("GUARDIAN_CONFIG")
-        if config and (address is None or tls is None):
-            with open(config, encoding="utf-8") as f:
-                data = yaml.safe_load(f) or {}
-            address = address or data.get("listen_address")
-            tls = tls or (data.get("web") or {}).get("tls_cert_file")
-        host, _, port = (address or "127.0.0.1:9469").rpartition(":")
-        host = host.strip("[]")
-        if host in ("", "0.0.0.0", "::"):
-            host = "127.0.0.1"
-        if ":" in host:
-            host = f"[{host}]"
-        return ("https" if tls else "http") + f"://{host}:{port}/healthz"
-    return None
-
-
-def main(argv):
-    cmdline = argv[1] if len(argv) > 1 else "/proc/1/cmdline"
-    with open(cmdline, "rb") as f:
-        args = [a.decode() for a in f.read().split(b"\0") if a]
-    url = target(args, os.environ)
-    if url is None:
-        return 0
-    context = ssl._create_unverified_context()  # loopback to ourselves; the cert names the pod
-    try:
-        with urllib.request.urlopen(url, timeout=4, context=context) as response:
-            return 0 if response.status == 200 else 1
-    except OSError as exc:
-        print(f"{url}: {exc}", file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))
-EOF
+# One health check for both entry points (image/gpu-guardian-healthcheck): it reads
+# PID 1's command line to tell the exporter from the controller and asks its /healthz.
+COPY --chmod=0755 image/gpu-guardian-healthcheck /usr/local/bin/gpu-guardian-healthcheck
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD ["/usr/local/bin/gpu-guardian-healthcheck"]
 

@@ -75,6 +75,7 @@ class Annotations:
         REASON,
         RIGHT_SIZED_TO,
         RIGHT_SIZED_PODS,
+        SUSPENDED_JOBS,
     )
 
 

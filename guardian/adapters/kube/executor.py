@@ -14,13 +14,14 @@ from typing import Any
 
 from guardian.adapters.kube.events import EventRecorder
 from guardian.adapters.kube.reader import KubeReader
-from guardian.adapters.kube.rest import KubeRest, Obj, object_path
+from guardian.adapters.kube.rest import KubeRest, NotFound, Obj, object_path
 from guardian.engine.remediation.gates import annotation_time
 from guardian.model.policies import NOTEBOOK_STOPPED, Annotations
 from guardian.model.reclaim import ActionKind, PlannedAction, WorkloadState
 from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
 from guardian.model.times import rfc3339
 from guardian_common.errors import PermanentError
+from guardian_common.words import plural
 
 logger = logging.getLogger(__name__)
 
@@ -280,7 +281,8 @@ class Executor:
                 spec["replicas"] = original
                 done = f"scaled back to {original}"
             else:
-                done = f"left at {ws.replicas} replicas (changed since the reclaim)"
+                left = "unknown replicas" if ws.replicas is None else plural(ws.replicas, "replica")
+                done = f"left at {left} (changed since the reclaim)"
         elif ws.action is ActionKind.SUSPEND:
             spec["suspend"] = False
             done = "unsuspended"
@@ -303,6 +305,9 @@ class Executor:
             hpa_path = object_path(
                 "autoscaling/v2", "horizontalpodautoscalers", ws.ref.namespace, hpa_name
             )
-            self.rest.merge_patch(hpa_path, {"spec": {"minReplicas": int(hpa_min)}})
-            done += f"; HPA {hpa_name} minReplicas {hpa_min}"
+            try:
+                self.rest.merge_patch(hpa_path, {"spec": {"minReplicas": int(hpa_min)}})
+                done += f"; HPA {hpa_name} minReplicas {hpa_min}"
+            except NotFound:  # the workload is back; an HPA deleted since has nothing to undo
+                done += f"; HPA {hpa_name} is gone: minReplicas not restored"
         return done

@@ -7,7 +7,8 @@ after reading again, and record the outcome in the ledger.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,10 +80,12 @@ def restore_workload(
     return steps.run(check, now).done().message
 
 
-def run_restore(
-    request: RestoreRequest, env: Mapping[str, str], now: float
-) -> tuple[WorkloadRef, str]:
-    """Build the clients, restore, close them: (the workload, what was done)."""
+@contextmanager
+def restore_clients(
+    request: RestoreRequest, env: Mapping[str, str]
+) -> Iterator[tuple[KubeRest, KubeReader, StepRunner]]:
+    """The clients a restore needs, closed afterwards; inside, an unreachable or forbidden
+    API is one line and exit 2 (api_access)."""
     ledger: Ledger | None = None
     api_client: Any = None
     try:
@@ -94,11 +97,19 @@ def run_restore(
         reader = KubeReader(rest)
         executor = Executor(rest, reader, instance="guardian-cli")
         steps = StepRunner(executor, StepRecorder(ledger, RemediationMetrics()))
-        with api_access(api_client):  # unreachable or forbidden: one line, exit 2
-            ref = parse_target(request.target, reader)
-            return ref, restore_workload(ref, reader, steps, now, dry_run=request.dry_run)
+        with api_access(api_client):
+            yield rest, reader, steps
     finally:
         if api_client is not None:
             api_client.close()
         if ledger is not None:
             ledger.close()
+
+
+def run_restore(
+    request: RestoreRequest, env: Mapping[str, str], now: float
+) -> tuple[WorkloadRef, str]:
+    """Build the clients, restore, close them: (the workload, what was done)."""
+    with restore_clients(request, env) as (_, reader, steps):
+        ref = parse_target(request.target, reader)
+        return ref, restore_workload(ref, reader, steps, now, dry_run=request.dry_run)

@@ -22,7 +22,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[3]
 MANIFESTS = REPO / "manifests"
-KUSTOMIZATIONS = ("base", "overlays/enforce", "overlays/dcgm-exporter")
+KUSTOMIZATIONS = ("base", "overlays/enforce", "overlays/dcgm-exporter", "install")
 
 Obj = dict[str, Any]
 

@@ -88,3 +88,39 @@ def test_the_controller_binds_its_pod_ip(builds: dict[str, Build], name: str) ->
     assert listen["value"].startswith("$(POD_IP):")
     # The kubelet expands $(VAR) only from variables defined before it.
     assert env.index("POD_IP") < env.index("GUARDIAN_LISTEN_ADDRESS")
+
+
+EXPORTER = "gpu-guardian-exporter"
+
+
+@pytest.mark.parametrize("name", [k for k in KUSTOMIZATIONS if "dcgm" not in k])
+def test_the_exporter_admits_only_prometheus(builds: dict[str, Build], name: str) -> None:
+    """Its /metrics names every pod with a GPU and carries their labels: only Prometheus
+    may read it, not even the controller's namespace."""
+    build = builds[name]
+    policy = build.one("NetworkPolicy", EXPORTER)
+    template = build.one("DaemonSet", EXPORTER)["spec"]["template"]
+    assert template["spec"].get("hostNetwork") is not True  # else the policy would not apply
+    assert _selects(policy["spec"]["podSelector"], template["metadata"]["labels"])
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    (rule,) = policy["spec"]["ingress"]
+    assert [p["port"] for p in rule["ports"]] == ["metrics"]
+    assert {p["name"] for p in template["spec"]["containers"][0]["ports"]} == {"metrics"}
+    ours = policy["metadata"]["namespace"]
+
+    def ns(name: str) -> dict[str, str]:
+        return {"kubernetes.io/metadata.name": name}
+
+    prometheus = {"app.kubernetes.io/name": "prometheus"}
+    assert admits(policy, ours, ns("monitoring"), prometheus)
+    assert not admits(policy, ours, ns(ours), {"app.kubernetes.io/name": "gpu-guardian-controller"})
+    assert not admits(policy, ours, ns(ours), {})
+    assert not admits(policy, ours, ns("monitoring"), {"app.kubernetes.io/name": "grafana"})
+    assert not admits(policy, ours, ns("default"), prometheus)
+
+
+def test_without_our_exporter_there_is_no_exporter_policy(builds: dict[str, Build]) -> None:
+    names = {
+        o["metadata"]["name"] for o in builds["overlays/dcgm-exporter"].of_kind("NetworkPolicy")
+    }
+    assert names == {NAME}

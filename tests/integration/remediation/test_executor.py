@@ -191,9 +191,16 @@ def test_cronjob_and_its_running_job_are_suspended(
     executor.apply(action(LadderStep.RECLAIM, root), ws, NOW)
     assert kube.get("CronJob", "nightly", "ml")["spec"]["suspend"] is True
     assert kube.get("Job", "nightly-1", "ml")["spec"]["suspend"] is True
+    assert (
+        Annotations.SUSPENDED_JOBS
+        in kube.get("CronJob", "nightly", "ml")["metadata"]["annotations"]
+    )
     executor.apply(action(LadderStep.RESTORE, root), reader.workload(root), NOW + 5)
     assert kube.get("CronJob", "nightly", "ml")["spec"]["suspend"] is False
     assert kube.get("Job", "nightly-1", "ml")["spec"]["suspend"] is False
+    # The restore leaves none of our marks behind (suspended-jobs was left once).
+    left = kube.get("CronJob", "nightly", "ml")["metadata"].get("annotations") or {}
+    assert [k for k in left if k != Annotations.RESTORED_AT and k.startswith("gpu-guardian")] == []
 
 
 def test_custom_kind_scaled_through_its_scale_subresource(
@@ -240,6 +247,18 @@ def test_hpa_min_replicas_recorded_and_restored(
     message = executor.restore(reader.workload(DEPLOY), NOW + 5)
     assert "HPA train minReplicas 2" in message
     assert kube.get("HorizontalPodAutoscaler", "train", "ml")["spec"]["minReplicas"] == 2
+    assert kube.get("Deployment", "train", "ml")["spec"]["replicas"] == 2
+
+
+def test_a_restore_after_its_hpa_was_deleted_scales_back_and_says_so(
+    kube: FakeKubeAPI, reader: KubeReader, executor: Executor
+) -> None:
+    dep = seed_deployment(kube, replicas=2)
+    kube.create(b.hpa(dep, min_replicas=2, max_replicas=6))
+    executor.apply(action(LadderStep.RECLAIM, hpa_record=True), reader.workload(DEPLOY), NOW)
+    kube.delete("HorizontalPodAutoscaler", "train", "ml")
+    message = executor.restore(reader.workload(DEPLOY), NOW + 5)
+    assert "HPA train is gone: minReplicas not restored" in message
     assert kube.get("Deployment", "train", "ml")["spec"]["replicas"] == 2
 
 

@@ -1,4 +1,5 @@
-"""A small reader for our Dockerfile: instructions with continuations joined, heredocs kept."""
+"""A small reader for our Dockerfile: instructions with continuations joined, heredocs kept
+(podman 4.3, which `make image` builds with, reads none, so the file has none)."""
 
 from __future__ import annotations
 
@@ -47,9 +48,20 @@ def instructions() -> list[Instruction]:
     return parse(DOCKERFILE.read_text(encoding="utf-8"))
 
 
+def final_stage() -> list[Instruction]:
+    """The instructions of the last stage, from its FROM on: what the image is."""
+    all_ins = instructions()
+    start = max(i for i, ins in enumerate(all_ins) if ins.keyword == "FROM")
+    return all_ins[start:]
+
+
+HEALTHCHECK_SOURCE = REPO / "image" / "gpu-guardian-healthcheck"
+
+
 def healthcheck_script() -> str:
-    """The health-check program the image writes with a COPY heredoc."""
-    for ins in instructions():
-        if ins.keyword == "COPY" and ins.heredoc and "gpu-guardian-healthcheck" in ins.args:
-            return ins.heredoc
-    raise AssertionError("the Dockerfile writes no gpu-guardian-healthcheck")
+    """The health-check program the image copies to /usr/local/bin."""
+    for ins in final_stage():
+        if ins.keyword == "COPY" and "/usr/local/bin/gpu-guardian-healthcheck" in ins.args:
+            assert "image/gpu-guardian-healthcheck" in ins.args, ins.args
+            return HEALTHCHECK_SOURCE.read_text(encoding="utf-8")
+    raise AssertionError("the Dockerfile copies no gpu-guardian-healthcheck")

@@ -1,10 +1,12 @@
-"""The Dockerfile, checked by reading it (no Docker engine here): every path it copies
-exists and is not excluded by .dockerignore, it runs as a non-root numeric user, both
-entry points exist, the version is labelled, and the health check suits both."""
+"""The Dockerfile, checked by reading it: every path it copies exists and is not excluded
+by .dockerignore, its base is pinned by digest, it runs as a non-root numeric user, both
+entry points exist, the version is labelled, and the health check suits both. The image
+built from it is checked in tests/integration/image/."""
 
 from __future__ import annotations
 
 import fnmatch
+import re
 import shlex
 import tomllib
 import types
@@ -159,3 +161,29 @@ def test_healthcheck_reads_the_controller_listen_address_from_its_config(tmp_pat
     assert _healthcheck_module().target(argv, {}) == "http://127.0.0.1:9470/healthz"
     config.write_text("listen_address: 0.0.0.0:9470\nweb: {tls_cert_file: c.pem}\n")
     assert _healthcheck_module().target(argv, {}) == "https://127.0.0.1:9470/healthz"
+
+
+def test_the_base_is_pinned_by_digest_with_a_refresh_note() -> None:
+    text = (REPO / "Dockerfile").read_text(encoding="utf-8")
+    base = next(ins.args for ins in instructions() if ins.keyword == "ARG")
+    name, _, default = base.partition("=")
+    assert name == "BASE_IMAGE"
+    assert re.fullmatch(r"debian:bookworm-\d{8}-slim@sha256:[0-9a-f]{64}", default), default
+    stages = {ins.args.split()[-1] for ins in instructions() if " AS " in ins.args}
+    for ins in instructions():
+        if ins.keyword == "FROM":
+            image = ins.args.split()[0]
+            assert image == "${BASE_IMAGE}" or image in stages, f"FROM {image}: not the pinned base"
+    assert "imagetools inspect debian:bookworm-slim" in text  # how to refresh it
+
+
+def test_make_image_stages_exactly_what_the_dockerfile_copies() -> None:
+    script = (REPO / "scripts" / "build-image").read_text(encoding="utf-8")
+    match = re.search(r"^CONTEXT=\(([^)]*)\)", script, re.M)
+    assert match is not None
+    staged = set(match.group(1).split())
+    sources = {s for ins in instructions() if ins.keyword == "COPY" for s in _copy_sources(ins)}
+    # The Dockerfile copies requirements/ whole: constraints.txt, and make image's wheels.
+    sources = {"requirements/constraints.txt" if s == "requirements" else s for s in sources}
+    sources = {s.split("/")[0] if s.startswith("image/") else s for s in sources}
+    assert staged == sources
