@@ -35,6 +35,7 @@ from guardian.app.notify import NotifierLinks, SlackNotifier
 from guardian.app.notify.interactivity import Interactivity, build_interactivity
 from guardian.app.notify.owner_context import OwnerLookup
 from guardian.app.notify.secrets import build_transport
+from guardian.app.price_metrics import register_prices
 from guardian.app.remediation.build import (
     ClusterAccess,
     EngineSide,
@@ -78,6 +79,13 @@ class ControllerParts:
         self._env = env
         self._clock = clock
         self._ledger: Ledger | None = None
+        # The price table as a series for the dashboards, as the settings stand (reloads).
+        register_prices(
+            engine.metrics.registry,
+            lambda: self.settings.prices.table(),
+            lambda expr, ts: engine.query(expr, ts),
+            clock,
+        )
         store = engine.store
         if store is None:
             return

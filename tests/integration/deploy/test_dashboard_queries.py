@@ -123,8 +123,10 @@ def fleet() -> list[Sample]:
     return out
 
 
-def substitute(expr: str) -> str:
-    return re.sub(r"\$\{?(\w+)\}?", lambda m: VARIABLES[m.group(1)], expr)
+def substitute(expr: str, variables: dict[str, str] | None = None) -> str:
+    """Grafana's substitution: a name that is no variable (label_replace's ``$1``) stays."""
+    values = {**VARIABLES, **(variables or {})}
+    return re.sub(r"\$\{?(\w+)\}?", lambda m: values.get(m.group(1), m.group(0)), expr)
 
 
 def query(url: str, expr: str) -> list[dict[str, Any]]:

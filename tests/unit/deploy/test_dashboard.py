@@ -58,7 +58,8 @@ def test_dashboard_covers_what_the_issue_asks_for(path: Path) -> None:
     for needed in ("utilization by gpu_group", "memory used by gpu_group", "allocated vs used"):
         assert needed in titles
     assert "idle gpu-hours" in titles
-    assert "$price_per_gpu_hour" in exprs  # the chargeback cost
+    assert "$price_per_gpu_hour" in exprs  # the chargeback cost, for models without a price
+    assert "guardian_price_per_gpu_hour" in exprs  # ... priced per model by the controller
     assert "guardian_class" in exprs  # active alerts of our rule packs
     assert "guardian_remediation_steps_total" in exprs  # reclaim actions
     classes = {v["name"]: v for v in data["templating"]["list"]}["guardian_class"]["query"]
