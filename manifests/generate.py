@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from guardian.app.settings.slack import REPOSITORY_RUNBOOKS
+from guardian.model.runbooks import REPOSITORY_RUNBOOKS
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFESTS = ROOT / "manifests"

@@ -27,7 +27,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.register_all(subparsers)
+    _name_commands(parser)
     return parser
+
+
+def _name_commands(parser: argparse.ArgumentParser) -> None:
+    """Give each (sub)command its own name for its error lines (``guardian status: …``);
+    a nested command's default replaces its parent's when argparse parses it."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                sub.set_defaults(command_prog=sub.prog)
+                _name_commands(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -42,5 +53,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result: int = handler(args)
     except ConfigError as exc:  # any command: a bad file or flag exits 2 with one line each
-        return config_error(parser.prog, exc)
+        return config_error(getattr(args, "command_prog", parser.prog), exc)
     return result

@@ -68,6 +68,11 @@ def parse_range(args: argparse.Namespace, now: float) -> Range:
     try:
         since = until - parse_duration(args.since)
     except ValueError:
+        if not _UNIX.match(args.since) and parse_rfc3339(args.since) is None:
+            raise ValueError(
+                "--since: not a duration before --until (such as 7d, 12h or 90m), unix "
+                f"seconds or an RFC 3339 time with a zone: {args.since!r}"
+            ) from None
         since = parse_time(args.since, "--since")
     if since >= until:
         raise ValueError("--since must be before --until")

@@ -13,6 +13,7 @@ from guardian.app.remediation.policy_files import check_report
 from guardian.cli._common import EXIT_FAILURE, EXIT_OK, SubParsers, config_error
 from guardian.model.policies_crd import crds
 from guardian_common.errors import ConfigError
+from guardian_common.words import plural
 
 
 def register(subparsers: SubParsers) -> None:
@@ -47,7 +48,7 @@ def run_check(args: argparse.Namespace) -> int:
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:
-        print(f"{len(problems)} problem(s) found", file=sys.stderr)
+        print(f"{plural(len(problems), 'problem')} found", file=sys.stderr)
         return EXIT_FAILURE
     print(f"ok: {count} policy(ies), no ambiguous overlap")
     return EXIT_OK

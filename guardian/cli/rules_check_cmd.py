@@ -13,6 +13,7 @@ from guardian.app.settings.config_file import load_settings
 from guardian.cli._common import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, SubParsers, config_error
 from guardian.model.http_client import HttpClientConfig
 from guardian_common.errors import ConfigError
+from guardian_common.words import plural
 
 
 def register(subparsers: SubParsers) -> None:
@@ -45,9 +46,9 @@ def run_check(args: argparse.Namespace) -> int:
     for finding in findings:
         print(finding)
     if findings:
-        print(f"{len(findings)} problem(s) found", file=sys.stderr)
+        print(f"{plural(len(findings), 'problem')} found", file=sys.stderr)
         return EXIT_FAILURE if files else EXIT_CONFIG  # no files: they did not load
     groups = sum(len(f.groups) for f in files)
     rules = sum(len(g.rules) for f in files for g in f.groups)
-    print(f"ok: {len(files)} file(s), {groups} group(s), {rules} rule(s)")
+    print(f"ok: {plural(len(files), 'file')}, {plural(groups, 'group')}, {plural(rules, 'rule')}")
     return EXIT_OK

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from guardian.adapters.local_prometheus import PrometheusBinaries
 from guardian.app.promtest import FileResult, Status, run_test_file
 from guardian.cli._common import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, SubParsers
 from guardian_common.errors import GuardianError
+from guardian_common.words import plural
 
 
 def register(subparsers: SubParsers) -> None:
@@ -54,6 +56,11 @@ def _report(result: FileResult) -> None:
 
 
 def run_tests(args: argparse.Namespace) -> int:
+    missing = [path for path in args.files if not Path(path).is_file()]
+    for path in missing:
+        print(f"guardian rules test: {path}: no such test file", file=sys.stderr)
+    if missing:
+        return EXIT_CONFIG
     try:
         binaries = PrometheusBinaries.find()
     except GuardianError as exc:
@@ -70,7 +77,7 @@ def run_tests(args: argparse.Namespace) -> int:
         for group in result.groups:
             counts[group.status] += 1
     summary = ", ".join(f"{counts[s]} {s.value}" for s in Status)
-    print(f"{sum(counts.values())} test group(s): {summary}")
+    print(f"{plural(sum(counts.values()), 'test group')}: {summary}")
     if unloadable:  # a file (or its rule files) could not be loaded: a configuration error
         return EXIT_CONFIG
     return EXIT_OK if ok else EXIT_FAILURE

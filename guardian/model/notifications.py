@@ -127,6 +127,9 @@ class Finding:
     kept_until: float | None = None  # snoozed from Slack until then
     kept_by: str | None = None  # the Slack user who pressed Keep
     exempted_by: str | None = None  # the Slack user who pressed Exempt
+    # The ladder's (workload) episode once a ladder step belongs to this alert: the id a
+    # person reads (annotations, Events, ledger, status). ``episode`` stays the key.
+    ladder_episode: str | None = None
 
     @property
     def open(self) -> bool:
@@ -211,6 +214,7 @@ def finding_to_dict(f: Finding) -> dict[str, Any]:
         "kept_until": f.kept_until,
         "kept_by": f.kept_by,
         "exempted_by": f.exempted_by,
+        "ladder_episode": f.ladder_episode,
     }
 
 
@@ -251,4 +255,5 @@ def finding_from_dict(d: Mapping[str, Any]) -> Finding:
         kept_until=d.get("kept_until"),
         kept_by=d.get("kept_by"),
         exempted_by=d.get("exempted_by"),
+        ladder_episode=d.get("ladder_episode"),
     )

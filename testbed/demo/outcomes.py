@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from guardian.model.remediation_events import LadderStep
+from guardian_common.words import plural
 from testbed.demo.config import EVALUATION_INTERVAL_S
 from testbed.demo.fleet import (
     CHAT,
@@ -24,8 +25,9 @@ from testbed.slackapi import FakeSlack, Message
 
 ORIGINAL = "gpu-guardian.io/original-replicas"
 SNOOZE = "gpu-guardian.io/snooze-until"
-# A reclaim runs on the first cycle at or after its due time: one evaluation interval.
-RECLAIM_WITHIN_S = float(EVALUATION_INTERVAL_S)
+# A reclaim runs on the first cycle at or after its due time (within one evaluation
+# interval), and is recorded when its write is made, within that cycle (one more).
+RECLAIM_WITHIN_S = 2.0 * EVALUATION_INTERVAL_S
 
 
 @dataclass(frozen=True)
@@ -200,8 +202,9 @@ def slack_threads(ev: Evidence) -> Outcome:
     if len(sweep) > 1:
         ok = False
     detail = (
-        f"{NOTEBOOK.name}: 1 parent, {p.update_count} updates, {len(p.replies)} thread replies; "
-        f"{SWEEP.name}: {len(sweep)} parent"
+        f"{NOTEBOOK.name}: 1 parent, {plural(p.update_count, 'update')}, "
+        f"{plural(len(p.replies), 'thread reply', 'thread replies')}; "
+        f"{SWEEP.name}: {plural(len(sweep), 'parent')}"
     )
     return Outcome(name, ok, detail)
 

@@ -15,6 +15,7 @@ from typing import TextIO
 
 import guardian
 from guardian_common.errors import GuardianError
+from guardian_common.words import plural
 from testbed.demo.fleet import NODES, WORKLOADS
 from testbed.demo.outcomes import check_all
 from testbed.demo.profile import DemoProfile
@@ -69,9 +70,9 @@ def _intro(timeline: Timeline) -> None:
     timeline.plain(
         "GPU Guardian demo: the whole loop on a simulated fleet, no cluster, GPU or Slack."
     )
-    timeline.plain(f"Fleet: {len(NODES)} nodes x 4 GPUs. Workloads:")
+    timeline.plain(f"Fleet: {plural(len(NODES), 'node')} x 4 GPUs. Workloads:")
     for w in WORKLOADS:
-        timeline.plain(f"  - {w.ref} ({w.replicas} pod): {w.role}")
+        timeline.plain(f"  - {w.ref} ({plural(w.replicas, 'pod')}): {w.role}")
 
 
 def run_demo(request: DemoRequest, out: TextIO) -> int:

@@ -29,6 +29,7 @@ from guardian.adapters.local_prometheus import (
 )
 from guardian.model.policies_crd import crds
 from guardian_common.errors import ConfigError, GuardianError
+from guardian_common.words import plural
 from testbed.demo import config as cfg
 from testbed.demo.cluster import DemoCluster, start_kubelets
 from testbed.demo.fleet import NODES, scenario_yaml
@@ -150,7 +151,8 @@ class DemoStack:
         pods, deployments = len(self.kube.objects("Pod")), len(self.kube.objects("Deployment"))
         self.timeline.event(
             "kubernetes",
-            f"fake API server at {self.kube.url}: {pods} pods, {deployments} Deployments",
+            f"fake API server at {self.kube.url}: "
+            f"{plural(pods, 'pod')}, {plural(deployments, 'Deployment')}",
         )
 
     def _kubelets(self) -> None:

@@ -101,7 +101,7 @@ def test_entry_point_exits_2_with_one_line(args: list[str], make: object, tmp_pa
     code, output, peak_rss = _run([str(path) if a == "{}" else a for a in args], tmp_path)
 
     assert code == 2, output
-    lines = [line for line in output.splitlines() if line != "1 problem(s) found"]
+    lines = [line for line in output.splitlines() if line != "1 problem found"]
     assert len(lines) == 1, output
     assert str(path) in lines[0]
     assert "Traceback" not in output

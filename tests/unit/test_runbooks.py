@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from guardian.app.settings.slack import REPOSITORY_RUNBOOKS
+from guardian.app.settings.slack import SlackSettings
 from guardian.engine.notify.findings import SHIPPED_RUNBOOKS, runbook_link
+from guardian.engine.rules.loader import parse_rule_file
+from guardian.engine.rules.render import RenderOptions, render
+from guardian.model.runbooks import REPOSITORY_RUNBOOKS, RUNBOOK_URL_PATTERN
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKS = sorted([*ROOT.glob("rules/guardian/*.yaml"), *ROOT.glob("rules/dcgm/*.yaml")])
@@ -50,6 +53,35 @@ def test_every_shipped_alert_has_a_runbook_page_its_link_reaches(alert: str) -> 
         link = runbook_link(url, alert, REPOSITORY_RUNBOOKS)
         assert link is not None
         assert link.endswith(f"/docs/runbooks/{alert.lower()}.md")
+
+
+@pytest.mark.parametrize("alert", sorted(ALERTS))
+def test_slack_links_the_rule_files_own_runbook_address_by_default(alert: str) -> None:
+    """One runbook base: the rule files' annotation is what a Slack message links."""
+    default = SlackSettings.model_fields["runbook_url_pattern"].default
+    assert default == RUNBOOK_URL_PATTERN
+    for url in ALERTS[alert]:
+        assert runbook_link(url, alert, default) == url
+
+
+def test_one_pattern_moves_the_rule_files_and_slack_alike() -> None:
+    pattern = "https://wiki.example.com/gpu/{alertname_lower}"
+    files = [parse_rule_file(p.read_text(encoding="utf-8"), p.name) for p in PACKS]
+    rendered = yaml.safe_load(
+        render(files, RenderOptions(format="rulefile", runbook_url_pattern=pattern))
+    )
+    annotations = {
+        r["annotations"]["runbook_url"]
+        for g in rendered["groups"]
+        for r in g["rules"]
+        if "alert" in r
+    }
+    assert annotations == {pattern.format(alertname_lower=a.lower()) for a in ALERTS}
+    for alert, urls in ALERTS.items():
+        for url in urls:
+            assert runbook_link(url, alert, pattern) == pattern.format(
+                alertname_lower=alert.lower()
+            )
 
 
 def test_the_index_lists_every_page() -> None:

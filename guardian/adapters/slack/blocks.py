@@ -246,7 +246,7 @@ def render_parent(
         notes.append(":bell: Reminder")
     if notes:
         blocks.append(_context(*notes))
-    links = [f"Episode `{f.episode}`", f"since {date(f.active_at)}"]
+    links = [_episode_label(f), f"since {date(f.active_at)}"]
     if f.policy:
         links.append(f"policy `{escape(f.policy)}`")
     if f.runbook_url:
@@ -291,7 +291,16 @@ def render_reply(entry: HistoryEntry, f: Finding | None, alertname: str = "") ->
     text = f"[{status}] {escape(about)}: {actor}{escape(entry.text)}"
     if mentions:
         text += " " + mentions
-    return SlackPayload(_cut(text, MAX_TEXT), [_section(line), _context(date(entry.at))])
+    footer = date(entry.at) if f is None else f"{date(entry.at)} · {_episode_label(f)}"
+    return SlackPayload(_cut(text, MAX_TEXT), [_section(line), _context(footer)])
+
+
+def _episode_label(f: Finding) -> str:
+    """The episode id a person can match to the workload's annotation, its Events, the
+    ledger and ``guardian status``: the ladder's; before any ladder step, the alert's own."""
+    if f.ladder_episode:
+        return f"Episode `{f.ladder_episode}`"
+    return f"Alert episode `{f.episode}`"
 
 
 def _reply_about(f: Finding | None, alertname: str) -> tuple[str, str]:

@@ -46,9 +46,10 @@ class Chunk:
     span: TimeRange
 
     def describe(self) -> str:
-        return (
-            f"chunk {self.index}/{self.total} "
-            f"({rfc3339(self.span.start)} to {rfc3339(self.span.end)})"
+        """``chunk 2/7 (A to B)``; a chunk of one step names its one time: ``(at A)``."""
+        start, end = rfc3339(self.span.start), rfc3339(self.span.end)
+        return f"chunk {self.index}/{self.total} " + (
+            f"(at {start})" if start == end else f"({start} to {end})"
         )
 
 

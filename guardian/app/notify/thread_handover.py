@@ -83,6 +83,7 @@ def _adoption(
     ladder_episode: str, alert_episode: str, parent: SlackParent, labels: LabelSet, now: float
 ) -> IntakeRows:
     finding = unpack_finding(parent.finding, labels, alert_episode)
+    finding = finding.with_changes(ladder_episode=ladder_episode)
     return IntakeRows(
         now=now,
         threads=[

@@ -82,10 +82,15 @@ class StatusReport:
                 f"  {p['workload']:<48} next {p['next_step']:<8} {p['when']}  policy "
                 f"{p['policy']}{mode}  last: {p['last']}"
             )
+            if p.get("episode"):
+                out.append(f"    episode {p['episode']}")
             if p["why"]:
                 out.append(f"    waits for {p['waiting_for']}: {p['why']}")
         out.append(f"Given up ({len(self.gave_up)}):")
-        out.extend(f"  {g['workload']:<48} policy {g['policy']}: {g['why']}" for g in self.gave_up)
+        for g in self.gave_up:
+            out.append(f"  {g['workload']:<48} policy {g['policy']}: {g['why']}")
+            if g.get("episode"):
+                out.append(f"    episode {g['episode']}")
         if self.misconfigured:
             out.append(f"Cluster misconfiguration ({len(self.misconfigured)}):")
             out += [f"  since {m['since']}: {m['reason']}" for m in self.misconfigured]
@@ -105,6 +110,8 @@ class StatusReport:
                 f"  {r['workload']:<48} at {r['reclaimed_at']} by {r['policy']}, "
                 f"original replicas {r['original_replicas']}"
             )
+            if r.get("episode"):
+                out.append(f"    episode {r['episode']}")
             out.append(f"    restore: {r['restore_command']}")
             if "now" in r:
                 out.append(f"    now: {r['now']}")
@@ -271,6 +278,7 @@ def shared_status(episodes: Sequence[SharedEpisode], alerts: list[dict[str, Any]
             report.reclaimed.append(
                 {
                     "workload": str(e.workload),
+                    "episode": e.episode,
                     "policy": e.policy,
                     "reclaimed_at": rfc3339(mark.at) if mark else "?",
                     "original_replicas": e.original_replicas,
@@ -322,6 +330,7 @@ def build_status(ledger: Ledger, episodes: Sequence[SharedEpisode] | None = None
         report.reclaimed.append(
             {
                 "workload": str(ref),
+                "episode": episode.episode,
                 "policy": episode.policy,
                 "reclaimed_at": rfc3339(event.at) if event else "?",
                 "original_replicas": event.original_replicas if event else None,

@@ -32,6 +32,7 @@ from guardian.model.policies import Annotations
 from guardian.model.remediation_events import WorkloadRef
 from guardian.model.shared_episode import SharedEpisode
 from guardian_common.errors import ConfigError, GuardianError, TransientError
+from guardian_common.words import plural
 
 
 def read_episodes(rest: KubeRest, settings: RemediationSettings) -> list[SharedEpisode]:
@@ -88,7 +89,7 @@ def _workload_now(reader: KubeReader, ref: WorkloadRef) -> str:
     except NotFound:
         return "deleted"
     if ws.replicas is not None:
-        state = f"{ws.replicas} replicas"
+        state = plural(ws.replicas, "replica")
     else:
         state = "suspended" if ws.suspended else "running"
     marked = Annotations.RECLAIMED_AT in ws.annotations

@@ -17,6 +17,7 @@ from guardian.app.settings.prices import PriceSettings
 from guardian.engine.notify.click_plan import Access
 from guardian.engine.notify.findings import FindingRules
 from guardian.engine.notify.routing import WEEKDAYS, MuteWindow, Routes
+from guardian.model.runbooks import RUNBOOK_URL_PATTERN
 from guardian_common.config_types import Bool, ConfigPath, Duration, Int, StrictModel
 from guardian_common.redact import redact_url
 
@@ -25,10 +26,6 @@ _MEANINGS: dict[str, Meaning] = {
     "GpuIdle": "peak_utilization",
     "GpuMemoryUnderutilized": "peak_memory_ratio",
 }
-# docs/runbooks/ in the GPU Guardian repository (docs/runbooks/README.md).
-REPOSITORY_RUNBOOKS = (
-    "https://github.com/gpu-guardian/gpu-guardian/blob/main/docs/runbooks/{alertname_lower}.md"
-)
 _RUNBOOK_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _SLACK_ID = re.compile(r"^[UWS][A-Z0-9]{2,}$")
 _HHMM = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$|^24:00$")
@@ -273,10 +270,12 @@ class SlackSettings(StrictModel):
     no ``idle_since``; the defaults match the shipped rules (30m, 1h)."""
     cluster_label: str = "cluster"
     """Alert label that names the cluster in messages (the usual external label)."""
-    runbook_url_pattern: str | None = REPOSITORY_RUNBOOKS
+    runbook_url_pattern: str | None = RUNBOOK_URL_PATTERN
     """Where a shipped alert's runbook link points (``{alertname_lower}``,
-    ``{alertname}``): by default the pages in the repository; your fork or a mirror;
-    null: the alert's ``runbook_url`` as it is. Other alerts keep their own."""
+    ``{alertname}``): by default the base the shipped rule files use
+    (``https://gpu-guardian.io/runbooks/{alertname_lower}``); give the same pattern as
+    ``guardian rules render --runbook-url-pattern`` to move both; null: the alert's
+    ``runbook_url`` as it is. Other alerts keep their own."""
     delivery: DeliverySettings = DeliverySettings()
     """Pacing, retries and retention of posts."""
     interactivity: InteractivitySettings = InteractivitySettings()

@@ -10,6 +10,7 @@ from guardian.engine.simulate.reclaim_outcomes import Freed, HoldSpan, ReclaimOu
 from guardian.model.remediation_events import LadderStep
 from guardian.model.times import rfc3339
 from guardian_common.durations import format_duration
+from guardian_common.words import plural
 
 
 def _money(amount: float | None, currency: str) -> str:
@@ -32,7 +33,7 @@ def _right_size_cost(result: SimulationResult) -> float | None:
 def _hold_line(span: HoldSpan) -> str:
     where = str(span.workload) if span.workload else f"cluster {span.cluster or '(unnamed)'}"
     return (
-        f"  {rfc3339(span.start)} to {rfc3339(span.end)} ({span.cycles} cycles) "
+        f"  {rfc3339(span.start)} to {rfc3339(span.end)} ({plural(span.cycles, 'cycle')}) "
         f"{where}: {span.reason}"
     )
 
@@ -59,7 +60,7 @@ def _partly_line(p: PartlyIdle, currency: str) -> str:
         else f"its idle part busy again at {rfc3339(p.busy_again)}"
     )
     return (
-        f"  {rfc3339(p.start)} to {rfc3339(p.end)} ({p.cycles} cycles) {p.workload} "
+        f"  {rfc3339(p.start)} to {rfc3339(p.end)} ({plural(p.cycles, 'cycle')}) {p.workload} "
         f"(policy {p.run.policy}): a right-size frees {p.freed.gpu_hours:.1f} GPU-hours, "
         f"{_money(p.freed.cost, currency)}; {back}\n"
         f"      {p.run.reason}"
@@ -70,8 +71,9 @@ def render_text(result: SimulationResult) -> str:
     span = result.span
     lines = [
         (
-            f"simulated {rfc3339(span.start)} to {rfc3339(span.end)}: {result.groups} groups, "
-            f"{result.rules} rules, {result.queries} queries, {result.elapsed:.1f}s"
+            f"simulated {rfc3339(span.start)} to {rfc3339(span.end)}: "
+            f"{plural(result.groups, 'group')}, {plural(result.rules, 'rule')}, "
+            f"{plural(result.queries, 'query', 'queries')}, {result.elapsed:.1f}s"
         ),
         f"metrics: {result.metrics}; {result.workloads_source}",
     ]
@@ -107,15 +109,15 @@ def render_text(result: SimulationResult) -> str:
             f"{_money(_right_size_cost(result), result.currency)}"
         ),
         (
-            f"regret: {regret} of {len(result.reclaims)} reclaims busy again within "
+            f"regret: {regret} of {plural(len(result.reclaims), 'reclaim')} busy again within "
             f"{format_duration(result.horizon)}"
         ),
-        f"pipeline health held every action: {len(result.global_holds)} times",
+        f"pipeline health held every action: {plural(len(result.global_holds), 'time')}",
     ]
     lines.extend(_hold_line(s) for s in result.global_holds)
-    lines.append(f"pipeline health held a workload's ladder: {len(result.holds)} times")
+    lines.append(f"pipeline health held a workload's ladder: {plural(len(result.holds), 'time')}")
     lines.extend(_hold_line(s) for s in result.holds)
-    lines.append(f"other guards said no: {len(result.refusals)} times")
+    lines.append(f"other guards said no: {plural(len(result.refusals), 'time')}")
     lines.extend(_hold_line(s) for s in result.refusals)
     return "\n".join(lines) + "\n"
 

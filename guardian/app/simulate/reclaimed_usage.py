@@ -34,6 +34,7 @@ from guardian.model.history import TimeRange
 from guardian.model.query import QueryResult, RangeSeries
 from guardian.model.reclaim import MemberPod
 from guardian.model.remediation_events import WorkloadRef
+from guardian_common.words import plural
 
 
 class InstantQuerier(Protocol):
@@ -131,7 +132,8 @@ def _batch_usage(
         for m in querier.query(profile.models(sel, gsel, window), span.end).samples
     }
     read = _Read()
-    what = f"the usage of {len(refs)} workloads ({refs[0]}, ...)"
+    more = ", ..." if len(refs) > 1 else ""
+    what = f"the usage of {plural(len(refs), 'workload')} ({refs[0]}{more})"
     key = profile.gpu_key
     for chunk in plan_chunks(span, query.chunk_seconds):
         # Raw per-GPU series, joined here: a join at every step costs the server more.

@@ -35,6 +35,7 @@ from guardian.model.reclaim import (
 )
 from guardian.model.remediation_events import WorkloadRef
 from guardian_common.errors import GuardianError
+from guardian_common.words import plural
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +114,8 @@ def from_cluster(
                 namespaces[ref.namespace] = found
     source = "workloads, namespaces, labels and exclusions read from the cluster now"
     if guessed:
-        source += f" ({guessed} pods no longer exist: their workload found by pod name)"
+        gone = plural(guessed, "pod no longer exists", "pods no longer exist")
+        source += f" ({gone}: their workload found by pod name)"
     for ref, ws in workloads.items():
         names = [pod for (_ns, pod), owner in owners.items() if owner.root == ref]
         workloads[ref] = dataclasses.replace(ws, members=_running(names))

@@ -21,6 +21,7 @@ from guardian.model.alertmanager_api import AlertmanagerView, Silence, StoredAle
 from guardian.model.labels import LabelSet
 from guardian.model.suppressions import Suppressions
 from guardian.model.times import rfc3339
+from guardian_common.words import plural
 
 Outgoing = Callable[[LabelSet], LabelSet | None]  # our labels -> as sent (None: never sent)
 
@@ -53,7 +54,7 @@ def _silenced(ids: Sequence[str], views: Sequence[AlertmanagerView]) -> str:
     who = last.created_by or "someone"
     comment = f": {last.comment}" if last.comment else ""
     more = len({s.id for s in known}) - 1
-    others = f"; {more} more silence(s)" if more > 0 else ""
+    others = f"; {plural(more, 'more silence')}" if more > 0 else ""
     return (
         f"silenced in Alertmanager by {who} until {rfc3339(last.ends_at)} "
         f"(silence {last.id}{comment}{others})"

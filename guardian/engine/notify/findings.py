@@ -45,7 +45,9 @@ from guardian.model.remediation_events import (
     StepOutcome,
     episode_id,
 )
+from guardian.model.runbooks import RUNBOOK_BASE
 from guardian_common.durations import format_duration, parse_duration
+from guardian_common.words import plural
 
 PEAK_UTILIZATION = "peak_utilization"
 PEAK_MEMORY_RATIO = "peak_memory_ratio"
@@ -91,7 +93,7 @@ class FindingRules:
 
 # The shipped rules' runbook addresses; a message links to the page they name through
 # ``runbook_url_pattern`` (docs/runbooks/README.md).
-SHIPPED_RUNBOOKS = "https://gpu-guardian.io/runbooks/"
+SHIPPED_RUNBOOKS = RUNBOOK_BASE
 
 
 def runbook_link(annotation: str | None, alertname: str, pattern: str | None) -> str | None:
@@ -282,7 +284,7 @@ def finding_for_event(e: RemediationEvent, rules: FindingRules) -> Finding:
     """A finding for an episode the notifier never saw fire (enabled later, or lost)."""
     fired = AlertFacts(e.alert_labels, LabelSet(), float("nan"), e.at)
     base = new_finding(fired, e.at, rules, OwnerContext(e.workload))
-    return base.with_changes(episode=e.episode)
+    return base.with_changes(episode=e.episode, ladder_episode=e.episode)
 
 
 _BETWEEN = (LadderStep.HOLD, LadderStep.RESUME, LadderStep.GIVE_UP)
@@ -300,6 +302,7 @@ def apply_remediation(
         "next_step": e.next_step,
         "next_step_due": e.next_step_due,
         "updated_at": e.at,
+        "ladder_episode": e.episode,
     }
     phase = before.phase
     step = e.step.value
@@ -316,7 +319,9 @@ def apply_remediation(
             phase = Phase.RECLAIMED
             changes["reclaimed_at"] = e.at
             changes["restore_command"] = e.restore_command
-            replicas = f" (was {e.original_replicas} replicas)" if e.original_replicas else ""
+            replicas = (
+                f" (was {plural(e.original_replicas, 'replica')})" if e.original_replicas else ""
+            )
             text = f"Reclaimed {e.workload}{replicas}{why}."
             mentions = before.mentions
         elif e.step is LadderStep.RESTORE and e.outcome is StepOutcome.APPLIED:

@@ -38,6 +38,7 @@ from guardian.engine.notify.state import (
 from guardian.model.alerts import AlertTransition, TransitionKind
 from guardian.model.notifications import Finding, GroupSummary, HistoryEntry
 from guardian.model.remediation_events import RemediationEvent, episode_id
+from guardian_common.words import plural
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,7 @@ def _form_groups(
             if changed is not None and not muted(settings.mute, changed[0], now):
                 findings.append(changed[0])
         if len(findings) < settings.min_alerts:
-            draft.skip(key, f"only {len(findings)} unmuted alert(s): not grouped")
+            draft.skip(key, f"only {plural(len(findings), 'unmuted alert')}: not grouped")
             continue
         thread = draft.ensure_thread(
             key, settings.routes.channel_for(findings[0]), ThreadKind.GROUP

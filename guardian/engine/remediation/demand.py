@@ -35,6 +35,7 @@ from typing import Any
 from guardian.engine.remediation.scheduling import fits
 from guardian.model.reclaim import ClusterSnapshot, PendingPod, PodOwner, WorkloadState
 from guardian.model.times import rfc3339
+from guardian_common.words import plural
 
 Key = tuple[str, str]  # (namespace, name)
 UNKNOWN_NODE = "(node unknown)"  # a pod of the workload whose node was not read
@@ -96,7 +97,7 @@ class Demand:
     def none_fits(self, limit: int = 3) -> str:
         """E.g. "2 pods wait for nvidia.com/gpu but none fits node n1: queue/a (why), ..."."""
         count = len(self.misfits)
-        pods = f"{count} pod waits" if count == 1 else f"{count} pods wait"
+        pods = plural(count, "pod waits", "pods wait")
         listed = ", ".join(f"{_name(v.pod)} ({v.why_not()})" for v in self.misfits[:limit])
         more = f" and {count - limit} more" if count > limit else ""
         verb = "it does not fit" if count == 1 else "none fits"

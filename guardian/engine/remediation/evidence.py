@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from guardian.model.labels import node_of
 from guardian.model.reclaim import PARTLY_IDLE, FiringAlert, MemberPod, WorkloadState
 from guardian.model.times import rfc3339
+from guardian_common.words import plural
 
 _DONE = ("Succeeded", "Failed")
 _SHOWN = 4  # pods named in a reason; the rest are counted
@@ -101,7 +102,7 @@ class Coverage:
             return ""
         if self.problem and not self.pods:
             return f"not reclaimed: {self.problem}"
-        parts = [f"{len(self.idle)} of {len(self.pods)} pods idle"]
+        parts = [f"{len(self.idle)} of {plural(len(self.pods), 'pod')} idle"]
         if self.idle:
             parts.append("idle: " + _names(self.idle))
         if self.other:

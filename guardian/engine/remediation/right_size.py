@@ -25,6 +25,7 @@ from guardian.engine.remediation.evidence import Coverage
 from guardian.model.policies import Annotations, PartialAction
 from guardian.model.reclaim import ActionKind, MemberPod, RightSize, Wait, WorkloadState
 from guardian.model.remediation_events import HoldKind
+from guardian_common.words import plural
 
 INT32_MIN = -(2**31)
 _SCALED_BY_REPLICASET = ("Deployment", "ReplicaSet")
@@ -73,7 +74,8 @@ def _shape(ws: WorkloadState, members: Sequence[MemberPod]) -> str:
     if ws.hpa is not None:
         return f"HorizontalPodAutoscaler {ws.hpa.name} scales it and would undo a right-size"
     if ws.replicas is None or len(members) != ws.replicas:
-        return f"{len(members)} pods for {ws.replicas} replicas: a scale-down could remove any"
+        replicas = "unknown replicas" if ws.replicas is None else plural(ws.replicas, "replica")
+        return f"{plural(len(members), 'pod')} for {replicas}: a scale-down could remove any"
     unsettled = _unsettled(members)
     if unsettled:
         return (

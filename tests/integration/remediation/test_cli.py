@@ -149,7 +149,7 @@ def test_kubectl_sees_and_undoes_a_reclaim(
     kubectl("annotate", "deployment", "train", f"{Annotations.EXCLUDE}=true")
     kubectl("scale", "deployment", "train", "--replicas=1")  # a person wakes it up by hand
     message = executor.restore(reader.workload(REF), NOW + 60)
-    assert message == "left at 1 replicas (changed since the reclaim)"
+    assert message == "left at 1 replica (changed since the reclaim)"
     assert kubectl("get", "deployment", "train", "-o", "jsonpath={.spec.replicas}") == "1"
 
 

@@ -306,7 +306,7 @@ def test_a_pod_recreated_under_its_name_mid_grace_is_not_the_idle_one(
     assert kube.get("Deployment", "train", "ml")["spec"]["replicas"] == 2
     refused = [e.reason for e in ledger.all_events() if e.outcome is StepOutcome.REFUSED]
     recreated = (
-        "not idle, not reclaimed (0 of 1 pods idle; not idle: train-1 "
+        "not idle, not reclaimed (0 of 1 pod idle; not idle: train-1 "
         "(created 2023-11-14T22:14:20Z, after its alerts began))"
     )
     assert refused == [recreated]

@@ -223,7 +223,7 @@ def test_bad_receiver_flags_exit_2_with_one_line(
     assert main(["alertmanager-config", *flags, *PACK]) == 2
     out, err = capsys.readouterr()
     assert out == ""
-    assert err.splitlines() == [f"guardian: {line}"]
+    assert err.splitlines() == [f"guardian alertmanager-config: {line}"]
     assert "hunter2" not in err
 
 

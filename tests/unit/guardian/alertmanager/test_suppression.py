@@ -49,7 +49,7 @@ def test_several_silences_name_the_one_ending_last() -> None:
     )
     reason = hold_reason(IDLE, _as_is, [view])
     assert reason == (
-        "silenced in Alertmanager by bob until 2026-12-01T23:20:00Z (silence s2; 1 more silence(s))"
+        "silenced in Alertmanager by bob until 2026-12-01T23:20:00Z (silence s2; 1 more silence)"
     )
 
 

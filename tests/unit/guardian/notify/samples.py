@@ -91,8 +91,13 @@ def underused_memory() -> Finding:
     )
 
 
+# The ladder's (workload) episode a policy opened for the alert: the id people read.
+LADDER_EPISODE = "4b1c0e5f9a7d2c83"
+
+
 def grace() -> Finding:
     return firing().with_changes(
+        ladder_episode=LADDER_EPISODE,
         phase=Phase.GRACE,
         policy="reclaim-idle-research",
         last_outcome=StepOutcome.APPLIED,

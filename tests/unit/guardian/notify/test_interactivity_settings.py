@@ -47,12 +47,12 @@ def test_http_mode_needs_host_and_port() -> None:
         parse_settings(text + "      admins: []\n", "guardian.yaml")
 
 
-def test_runbook_url_pattern_defaults_to_the_repository_and_checks_placeholders() -> None:
+def test_runbook_url_pattern_defaults_to_the_rule_files_base_and_checks_placeholders() -> None:
     base = BASE + "      admins: []\n"
     slack = parse_settings(base, "guardian.yaml").slack
     assert slack is not None
     assert slack.finding_rules().runbook_url_pattern == (
-        "https://github.com/gpu-guardian/gpu-guardian/blob/main/docs/runbooks/{alertname_lower}.md"
+        "https://gpu-guardian.io/runbooks/{alertname_lower}"
     )
     bad = base.replace("slack:\n", "slack:\n  runbook_url_pattern: https://wiki/{group}\n")
     with pytest.raises(ConfigError, match=r"unknown placeholder\(s\) \['group'\]"):

@@ -356,7 +356,7 @@ def test_the_example_in_docs_slack_md_is_what_is_rendered() -> None:
     rule = {"alert": "GpuExporterDown", "labels": dict(labels), "annotations": notes}
     doc = (ROOT / "docs/slack.md").read_text(encoding="utf-8")
     parent = preview(render_parent(_fired(rule), T0 + 600))
-    assert parent.partition("\n\nEpisode")[0] in doc
+    assert parent.partition("\n\nAlert episode")[0] in doc
     f, entry = _resolved(rule)
     assert preview(render_reply(entry, f, f.alertname)).partition("\n\n")[0] in doc
 

@@ -127,7 +127,7 @@ SHAPES = [
         "one pod with 8 GPUs, 7 idle and 1 busy",
         _deploy(member("web-1", gpus=8)),
         [idle("web-1", u) for u in EIGHT[:7]],
-        "partly idle, not reclaimed (0 of 1 pods idle; not idle: web-1 (7 of its 8 GPUs idle))",
+        "partly idle, not reclaimed (0 of 1 pod idle; not idle: web-1 (7 of its 8 GPUs idle))",
     ),
     Shape(
         "one pod with 8 GPUs, all idle",
