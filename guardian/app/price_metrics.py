@@ -65,19 +65,27 @@ class PriceCollector(Collector):
             self._models = frozenset(s.labels.get("model", "") for s in result.samples) - {""}
             return self._models
 
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        """What it serves, without asking Prometheus (registering calls this, at start)."""
+        yield _family()
+
     def collect(self) -> Iterator[GaugeMetricFamily]:
         table = self._prices()
-        gauge = GaugeMetricFamily(
-            "guardian_price_per_gpu_hour",
-            "Price of one GPU-hour by GPU model, from the prices settings (the table "
-            "guardian report and Slack use), for each model the GPUs report and each key.",
-            labels=["model", "currency"],
-        )
+        gauge = _family()
         for model in sorted(self.models() | set(table.per_model)):
             price = table.price(model)
             if price is not None:
                 gauge.add_metric([model, table.currency], price)
         yield gauge
+
+
+def _family() -> GaugeMetricFamily:
+    return GaugeMetricFamily(
+        "guardian_price_per_gpu_hour",
+        "Price of one GPU-hour by GPU model, from the prices settings (the table "
+        "guardian report and Slack use), for each model the GPUs report and each key.",
+        labels=["model", "currency"],
+    )
 
 
 def register_prices(

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from pathlib import Path
 
 from guardian.adapters.local_prometheus import PrometheusBinaries
 from guardian.app.promtest import FileResult, Status, run_test_file
@@ -56,11 +56,14 @@ def _report(result: FileResult) -> None:
 
 
 def run_tests(args: argparse.Namespace) -> int:
-    missing = [path for path in args.files if not Path(path).is_file()]
+    # Only a path that does not exist: a FIFO, a device or a folder is the bounded
+    # reader's to refuse, with what it is. The other files are still run.
+    missing = [path for path in args.files if not os.path.lexists(path)]
     for path in missing:
-        print(f"guardian rules test: {path}: no such test file", file=sys.stderr)
-    if missing:
-        return EXIT_CONFIG
+        print(f"{path}: cannot read: no such test file", file=sys.stderr)
+    files = [path for path in args.files if path not in missing]
+    if not files:
+        return EXIT_CONFIG  # nothing ran: no "0 test groups" summary
     try:
         binaries = PrometheusBinaries.find()
     except GuardianError as exc:
@@ -69,7 +72,7 @@ def run_tests(args: argparse.Namespace) -> int:
     counts = dict.fromkeys(Status, 0)
     ok = True
     unloadable = False
-    for path in args.files:
+    for path in files:
         result = run_test_file(path, binaries)
         _report(result)
         ok = ok and result.ok
@@ -78,6 +81,6 @@ def run_tests(args: argparse.Namespace) -> int:
             counts[group.status] += 1
     summary = ", ".join(f"{counts[s]} {s.value}" for s in Status)
     print(f"{plural(sum(counts.values()), 'test group')}: {summary}")
-    if unloadable:  # a file (or its rule files) could not be loaded: a configuration error
+    if unloadable or missing:  # a file (or its rule files) could not be loaded
         return EXIT_CONFIG
     return EXIT_OK if ok else EXIT_FAILURE

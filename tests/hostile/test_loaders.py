@@ -41,7 +41,7 @@ LOADERS = [
         "guardian",
         ("rules", "check", "{}"),
         mistyped("groups:\n- name: g\n  limit: true\n  rules: []\n", "limit must be a non-neg"),
-        frame=r"^1 problem\(s\) found$",
+        frame=r"^1 problems? found$",
     ),
     Loader(
         "policy file",
@@ -64,7 +64,7 @@ LOADERS = [
         "guardian",
         ("rules", "test", "{}"),
         mistyped("evaluation_interval: true\ntests: []\n", "not a valid duration string"),
-        frame=r"^(Unit Testing: .*|  FAILED:|0 test group\(s\): .*|)$",
+        frame=r"^(Unit Testing: .*|  FAILED:|0 test groups?: .*|)$",
     ),
     Loader(
         "scenario",

@@ -143,4 +143,4 @@ def test_rules_test_on_a_missing_file_names_it_and_exits_2(
     assert guardian_main(["rules", "test", str(missing)]) == 2
     out, err = capsys.readouterr()
     assert "test group" not in out
-    assert err.splitlines() == [f"guardian rules test: {missing}: no such test file"]
+    assert err.splitlines() == [f"{missing}: cannot read: no such test file"]
