@@ -74,6 +74,8 @@ LEDGER_MIGRATIONS = MigrationSet(
         """,
         # What a recorded wait waits for (grace, demand, checkpoint, outage, ...).
         "ALTER TABLE remediation_events ADD COLUMN hold TEXT",
+        # The outages not resumed yet are asked for every cycle: by step, not a scan.
+        "CREATE INDEX remediation_events_step ON remediation_events (step, episode)",
     ),
 )
 
