@@ -76,6 +76,19 @@ def _parents(ev: Evidence, needle: str) -> list[Message]:
     return [m for m in ev.slack.messages(ev.channel) if needle in m.text]
 
 
+def _share_parents(ev: Evidence) -> list[Message]:
+    posted = _parents(ev, SHARED_NOTEBOOK.name)
+    return [p for p in posted if "50.0% of the GPU" in json.dumps(p.blocks)]
+
+
+def slack_posted(ev: Evidence) -> bool:
+    """The parents the outcomes judge are in the channel (true when not sending to the
+    fake): the end of the story waits for them, not only for a quiet outbox."""
+    if ev.slack is None:
+        return True
+    return bool(_share_parents(ev)) and bool(_parents(ev, "GpuMemoryUnderutilized"))
+
+
 def notebook_notified(ev: Evidence) -> Outcome:
     name = "idle notebook notified"
     notes = ev.ledger.find(NOTEBOOK.ref, "notify")
@@ -154,8 +167,7 @@ def shared_idle_pod_notified(ev: Evidence) -> Outcome:
     if neighbour:
         detail += f"; but {neighbour[0]['alertname']} went {len(neighbour)}x for {CHAT.name}"
     if ev.slack is not None:
-        posted = _parents(ev, idle.name)
-        shares = [p for p in posted if "50.0% of the GPU" in json.dumps(p.blocks)]
+        shares = _share_parents(ev)
         ok = ok and bool(shares) and not _parents(ev, CHAT.name)
         detail += f"; posted with its 50% share: {len(shares)} message"
     return Outcome(name, ok, detail)

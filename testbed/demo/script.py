@@ -48,7 +48,7 @@ from testbed.demo.observers import (
     prometheus_query,
     shared_episodes,
 )
-from testbed.demo.outcomes import Evidence, Failover
+from testbed.demo.outcomes import Evidence, Failover, slack_posted
 from testbed.demo.stack import DemoStack, need
 from testbed.demo.timeline import Timeline
 
@@ -307,4 +307,5 @@ class DemoScript:
         )
         quiet = self.monotonic() - self._last_event >= QUIET_S
         done = self._restored and replicas == NOTEBOOK.replicas
-        return done and bool(memory) and bool(shared) and quiet
+        posted = slack_posted(self.evidence)
+        return done and bool(memory) and bool(shared) and posted and quiet
