@@ -10,13 +10,15 @@ The real ``slack_sdk`` clients run against it unchanged::
 See docs/fake-slack.md.
 """
 
-from testbed.slackapi.faults import ANY, WEBHOOK
+from testbed.slackapi.faults import ANY, UPLOAD, WEBHOOK
+from testbed.slackapi.files import UploadedFile
 from testbed.slackapi.server import DEFAULT_CHANNELS, FakeSlack, OutageMode, RecordedRequest
 from testbed.slackapi.workspace import Channel, Message, Revision
 
 __all__ = [
     "ANY",
     "DEFAULT_CHANNELS",
+    "UPLOAD",
     "WEBHOOK",
     "Channel",
     "FakeSlack",
@@ -24,4 +26,5 @@ __all__ = [
     "OutageMode",
     "RecordedRequest",
     "Revision",
+    "UploadedFile",
 ]

@@ -8,8 +8,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-# Fault keys: a Web API method name, WEBHOOK for incoming webhooks, ANY for every call.
+# Fault keys: a Web API method name, WEBHOOK for incoming webhooks, UPLOAD for the upload
+# URLs that files.getUploadURLExternal hands out, ANY for every call.
 WEBHOOK = "incoming-webhook"
+UPLOAD = "file-upload"
 ANY = "*"
 
 

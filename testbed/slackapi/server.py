@@ -21,7 +21,8 @@ from typing import Any, Literal
 
 from guardian_common.stop_on_exit import StopOnExit
 from testbed.slackapi.errors import ApiError, Throttled
-from testbed.slackapi.faults import WEBHOOK, ChannelPacer, Fault, Faults
+from testbed.slackapi.faults import UPLOAD, WEBHOOK, ChannelPacer, Fault, Faults
+from testbed.slackapi.files import UPLOAD_PATH, Files, UploadedFile
 from testbed.slackapi.interactions import Ephemeral, People, post_signed
 from testbed.slackapi.methods import WebApi
 from testbed.slackapi.socket_mode import Delivery, SocketModeHub
@@ -125,6 +126,7 @@ class FakeSlack(StopOnExit):
         self.people = People(self.workspace, clock)
         self.api.handlers["chat.postEphemeral"] = self.people.post_ephemeral
         self.api.handlers["usergroups.users.list"] = self.people.usergroup_users
+        self.uploads = Files(self.api, self.faults, base_url=lambda: self.url, clock=clock)
         self._log: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._server: _Server | None = None
@@ -296,6 +298,11 @@ class FakeSlack(StopOnExit):
         """Replies posted with a ``thread_ts`` no message has: Slack shows them nowhere."""
         return self.workspace.orphans(self.workspace.channel(channel))
 
+    def files(self, channel_id: str | None = None) -> list[UploadedFile]:
+        """Every upload started, oldest first; ``channel_id``: those shared there."""
+        shared = None if channel_id is None else self.workspace.channel(channel_id).id
+        return self.uploads.files(shared)
+
     @property
     def requests(self) -> list[RecordedRequest]:
         with self._lock:
@@ -324,6 +331,9 @@ class FakeSlack(StopOnExit):
             reply = text_reply(status, text, None if status == 200 else text)
         elif split.path.startswith("/api/"):
             body, reply = self._web_api(method, split.query, handler, raw)
+        elif split.path.startswith(UPLOAD_PATH):  # no token: the URL is the credential
+            method = UPLOAD
+            reply = self.uploads.receive(split.path, handler.headers.get("Content-Type", ""), raw)
         else:
             reply = text_reply(404, "404 Not Found", "not_found")
         with self._lock:

@@ -60,6 +60,7 @@ class Message:
     edits: tuple[Revision, ...] = ()
     edited_ts: str | None = None
     replies: tuple[Message, ...] = ()
+    files: tuple[dict[str, Any], ...] = ()  # a file share's files, as the Web API shows them
 
     @property
     def update_count(self) -> int:
@@ -83,6 +84,7 @@ class _Stored:
     edits: list[Revision] = field(default_factory=list)
     replies: list[str] = field(default_factory=list)
     edited_ts: str | None = None
+    files: tuple[dict[str, Any], ...] = ()
 
 
 def valid_ts(value: Any) -> bool:
@@ -139,6 +141,7 @@ class Workspace:
         via: Via,
         thread_ts: Any = None,
         reply_broadcast: bool = False,
+        files: tuple[dict[str, Any], ...] = (),
     ) -> Message:
         with self._lock:
             parent = self._thread_parent(channel, thread_ts)
@@ -151,6 +154,7 @@ class Workspace:
                 posted_at=self._clock(),
                 parent=parent if parent is not None else (thread_ts or None),
                 reply_broadcast=reply_broadcast and thread_ts is not None,
+                files=copy.deepcopy(files),
             )
             self._messages[(channel.id, ts)] = stored
             if parent is not None:
@@ -268,6 +272,7 @@ class Workspace:
             edits=tuple(stored.edits),
             edited_ts=stored.edited_ts,
             replies=replies,
+            files=copy.deepcopy(stored.files),
         )
 
     @staticmethod
@@ -282,6 +287,8 @@ class Workspace:
             body["blocks"] = message.blocks
         if message.attachments:
             body["attachments"] = message.attachments
+        if message.files:
+            body.update(files=list(message.files), upload=True, display_as_bot=False)
         if message.thread_ts is not None:
             body["thread_ts"] = message.thread_ts
         if message.is_reply:

@@ -13,11 +13,13 @@ knows a webhook URL's path (its secret part) on its own.
 from __future__ import annotations
 
 import logging
+import re
+import urllib.error
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackRequestError
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 from slack_sdk.webhook import WebhookClient
 
@@ -49,7 +51,20 @@ def _sdk_logger(secrets: Secrets, name: str) -> logging.Logger:
     sdk = logging.Logger(f"{__name__}.{name}")  # noqa: LOG001 - private on purpose
     sdk.parent = logger
     sdk.addFilter(RedactFilter(secrets))
+    sdk.addFilter(_UploadUrlFilter())
     return sdk
+
+
+_UPLOAD_URL = re.compile(r"(/upload/v1/)[^\s'\",}]+")
+
+
+class _UploadUrlFilter(logging.Filter):
+    """An upload URL (files.getUploadURLExternal) is a credential for its file: slack_sdk
+    logs it at debug level, we do not."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = _UPLOAD_URL.sub(r"\1<redacted>", str(record.msg))
+        return True
 
 
 class RateLimited(TransientError):
@@ -82,6 +97,20 @@ class Sent:
     ts: str | None
 
 
+@dataclass(frozen=True)
+class FileUpload:
+    """One file to share in a channel (``channel_id``: an ID, Slack refuses a name), as a
+    reply in ``thread_ts``'s thread when given, introduced by ``initial_comment``."""
+
+    channel_id: str
+    thread_ts: str | None
+    filename: str
+    title: str
+    content: bytes
+    alt_txt: str | None = None
+    initial_comment: str | None = None
+
+
 class Transport(Protocol):
     can_update: bool
 
@@ -91,6 +120,10 @@ class Transport(Protocol):
 
     def find(self, channel: str, marker: str, oldest: float, thread_ts: str | None) -> Sent | None:
         """The message carrying block_id ``marker`` posted since ``oldest``, if any."""
+        ...
+
+    def upload(self, upload: FileUpload) -> str:
+        """Upload and share a file; its Slack file ID."""
         ...
 
 
@@ -188,6 +221,45 @@ class WebApiTransport:
                 return None
         return None
 
+    def upload(self, upload: FileUpload) -> str:
+        """Slack's three steps (files.getUploadURLExternal, the bytes to the upload URL,
+        files.completeUploadExternal); needs ``files:write``. Uncertain after the last step
+        began means the file may be shared already: a retry can share it twice."""
+        method = "files.upload_v2"
+        try:
+            response = self._client.files_upload_v2(
+                channel=upload.channel_id,
+                thread_ts=upload.thread_ts,
+                content=upload.content,
+                filename=upload.filename,
+                title=upload.title,
+                alt_txt=upload.alt_txt,
+                initial_comment=upload.initial_comment,
+            )
+        except SlackApiError as exc:
+            raise self._classify(method, exc) from None
+        except urllib.error.HTTPError as exc:  # the upload URL answered non-2xx
+            exc.close()  # slack_sdk leaves the connection to us
+            raise self._upload_refused(method, exc) from None
+        except SlackRequestError as exc:  # slack_sdk refused it before sending (over 1 GB)
+            raise Rejected(self._secrets.scrub(f"{method}: {exc}")) from None
+        except Exception as exc:
+            raise Uncertain(self._secrets.scrub(f"{method}: {type(exc).__name__}: {exc}")) from None
+        shared = response.get("file") or (response.get("files") or [{}])[0]
+        file_id = shared.get("id") if isinstance(shared, dict) else None
+        if not file_id:
+            raise Uncertain(f"{method}: Slack answered without a file id")
+        return str(file_id)
+
+    def _upload_refused(self, method: str, exc: urllib.error.HTTPError) -> Exception:
+        # Never the URL (exc.url): it is the upload's credential while it lives.
+        text = f"{method}: upload URL answered HTTP {exc.code}"
+        if exc.code == 429:
+            return RateLimited(text, delay=_retry_after(exc.headers))
+        if exc.code >= 500:
+            return Uncertain(text)
+        return Rejected(text)
+
     def _client_get(self, method: str, params: dict[str, Any]) -> Any:
         try:
             return self._client.api_call(method, http_verb="GET", params=params)
@@ -238,3 +310,6 @@ class WebhookTransport:
 
     def find(self, channel: str, marker: str, oldest: float, thread_ts: str | None) -> Sent | None:
         raise CannotReconcile("webhooks cannot read history")
+
+    def upload(self, upload: FileUpload) -> str:
+        raise Rejected("an incoming webhook cannot upload files; use a bot token")

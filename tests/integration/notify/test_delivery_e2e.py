@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from guardian.adapters.slack.transport import (
+    FileUpload,
     Secret,
     Sent,
     Uncertain,
@@ -135,6 +136,9 @@ class _CrashAfterPost:
 
     def find(self, channel: str, marker: str, oldest: float, thread_ts: str | None) -> Sent | None:
         return self.inner.find(channel, marker, oldest, thread_ts)
+
+    def upload(self, upload: FileUpload) -> str:
+        return self.inner.upload(upload)
 
 
 def _drain_until_crash(n: SlackNotifier) -> None:

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from guardian.adapters.alert_store import ENGINE_MIGRATIONS, AlertStore
 from guardian.adapters.slack.transport import (
+    FileUpload,
     MessageGone,
     RateLimited,
     Rejected,
@@ -79,6 +80,10 @@ class ScriptedSlack:
 
     def find(self, channel: str, marker: str, oldest: float, thread_ts: str | None) -> Sent | None:
         return None
+
+    def upload(self, upload: FileUpload) -> str:
+        self.counter += 1
+        return f"F{self.counter:010d}"
 
 
 @pytest.fixture
