@@ -34,6 +34,7 @@ from guardian.app.alertmanager.build import AlertmanagerParts, build_alertmanage
 from guardian.app.notify import NotifierLinks, SlackNotifier
 from guardian.app.notify.interactivity import Interactivity, build_interactivity
 from guardian.app.notify.owner_context import OwnerLookup
+from guardian.app.notify.picture_delivery import RangeQuery
 from guardian.app.notify.secrets import build_transport
 from guardian.app.price_metrics import register_prices
 from guardian.app.remediation.build import (
@@ -54,7 +55,14 @@ from guardian.app.rules.runtime import RuleEngine
 from guardian.app.settings.config_file import Settings
 from guardian.app.settings.slack import SlackSettings
 from guardian.engine.rules.group_eval import CompiledGroup
-from guardian.model.alerts import GroupEvaluation
+from guardian.model.alerts import (
+    AlertState,
+    AlertTransition,
+    EvaluationHealth,
+    Evidence,
+    GroupEvaluation,
+    TransitionKind,
+)
 from guardian_common.errors import ConfigError, PermanentError
 
 logger = logging.getLogger(__name__)
@@ -70,6 +78,7 @@ class ControllerParts:
         *,
         env: Mapping[str, str],
         clock: Callable[[], float],
+        range_query: RangeQuery | None = None,
     ) -> None:
         self.remediation: RemediationParts | None = None
         self.notifier: SlackNotifier | None = None
@@ -78,6 +87,11 @@ class ControllerParts:
         self.settings = settings
         self._env = env
         self._clock = clock
+        self._range_query = range_query  # Prometheus's query_range: the evidence pictures
+        self._engine = engine
+        # Groups whose firing alerts this replica's notifier has caught up with as leader;
+        # a standby records nothing, and a replica that loses the Lease exits.
+        self._caught_up: set[str] = set()
         self._ledger: Ledger | None = None
         # The price table as a series for the dashboards, as the settings stand (reloads).
         register_prices(
@@ -115,6 +129,7 @@ class ControllerParts:
                 # The shared episode state: each episode's parent message across leaders.
                 handover=remediation.journal if remediation is not None else None,
                 may_send=remediation.may_write if remediation is not None else None,
+                range_query=self._range_query,
             ),
         )
         engine.transaction_hooks.append(self._prepare)
@@ -152,9 +167,12 @@ class ControllerParts:
             return nullcontext(_write_nothing)
         return self.notifier.prepare(evaluation.transitions)
 
-    def _after_evaluation(self, _evaluation: GroupEvaluation) -> None:
+    def _after_evaluation(self, evaluation: GroupEvaluation) -> None:
         if self.notifier is None or not self.is_leader():
             return
+        if evaluation.group not in self._caught_up:  # the first evaluation as the leader
+            self._caught_up.add(evaluation.group)
+            self.notifier.catch_up_firing(firing_now(self._engine, evaluation))
         if self.remediation is not None:
             self.notifier.poll_remediation(self.remediation.ledger)
         self.notifier.wake()
@@ -271,6 +289,29 @@ def _prepare_remediation(
         loop.cycle_interval = r.cycle_interval
 
     return apply
+
+
+def firing_now(engine: RuleEngine, evaluation: GroupEvaluation) -> list[AlertTransition]:
+    """The group's alerts firing after ``evaluation``, as the transitions a notifier that
+    missed them would have seen."""
+    evidence = Evidence(EvaluationHealth.OK, evaluation.ts, "")
+    return [
+        AlertTransition(
+            TransitionKind.FIRING,
+            AlertState.FIRING,
+            a.group,
+            a.rule,
+            a.alert.labels,
+            a.alert.annotations,
+            a.alert.value,
+            a.alert.active_at,
+            evaluation.ts,
+            evidence,
+            fired_at=a.alert.fired_at,
+        )
+        for a in engine.active_alerts()
+        if a.group == evaluation.group and a.alert.state is AlertState.FIRING
+    ]
 
 
 def _write_nothing(_conn: sqlite3.Connection) -> None:

@@ -105,7 +105,16 @@ class EngineRunner:
         guard = web_guard(self.settings.web)  # its files are checked before anything starts
         self.parts: EngineParts = build_engine(self.settings, clock=clock)
         engine = self.parts.engine
-        self.controller = ControllerParts(self.settings, engine, env=self.env, clock=clock)
+        self.controller = ControllerParts(
+            self.settings,
+            engine,
+            env=self.env,
+            clock=clock,
+            # Through the current querier: a reload may replace it.
+            range_query=lambda e, start, end, step: self.parts.querier.query_range(
+                e, start, end, step
+            ),
+        )
         # One writer of ALERTS/ALERTS_FOR_STATE: two could disagree on a value after a
         # restore, and the receiver refuses a second value at the same timestamp.
         engine.may_write = self.controller.is_leader

@@ -6,6 +6,8 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from guardian.engine.picture.evidence_chart import SERIES_COLOURS
+from guardian.engine.picture.png import decode_png
 from guardian.model.remediation_events import LadderStep
 from guardian_common.words import plural
 from testbed.demo.config import EVALUATION_INTERVAL_S
@@ -21,7 +23,7 @@ from testbed.demo.fleet import (
     WORKLOADS,
 )
 from testbed.demo.observers import AlertObserver, KubeObserver, LedgerObserver, shared_episodes
-from testbed.slackapi import FakeSlack, Message
+from testbed.slackapi import FakeSlack, Message, UploadedFile
 
 ORIGINAL = "gpu-guardian.io/original-replicas"
 SNOOZE = "gpu-guardian.io/snooze-until"
@@ -81,12 +83,47 @@ def _share_parents(ev: Evidence) -> list[Message]:
     return [p for p in posted if "50.0% of the GPU" in json.dumps(p.blocks)]
 
 
+def _pictures(ev: Evidence) -> list[UploadedFile]:
+    """The evidence pictures shared in the notebook's thread, oldest first."""
+    if ev.slack is None:
+        return []
+    threads = {p.ts for p in _parents(ev, NOTEBOOK.name)}
+    return [f for f in ev.slack.files() if f.completed and f.thread_ts in threads]
+
+
 def slack_posted(ev: Evidence) -> bool:
-    """The parents the outcomes judge are in the channel (true when not sending to the
-    fake): the end of the story waits for them, not only for a quiet outbox."""
+    """What the Slack outcomes judge is in the channel (true when not sending to the
+    fake): the end of the story waits for it, not only for a quiet outbox."""
     if ev.slack is None:
         return True
-    return bool(_share_parents(ev)) and bool(_parents(ev, "GpuMemoryUnderutilized"))
+    posted = bool(_share_parents(ev)) and bool(_parents(ev, "GpuMemoryUnderutilized"))
+    return posted and len(_pictures(ev)) >= 2
+
+
+def evidence_pictures(ev: Evidence) -> Outcome:
+    name = "Slack: the evidence as a picture in the thread, at the alert and at the reclaim"
+    if ev.slack is None:
+        return Outcome(name, None, "not checked: sent to real Slack")
+    files = _pictures(ev)
+    moments = [f.filename.rsplit("-", 1)[-1].removesuffix(".png") for f in files]
+    drawn = [_has_series(f.content) for f in files]
+    ok = moments == ["opened", "reclaimed"] and all(drawn)
+    pairs = zip(moments, files, strict=True)
+    sizes = ", ".join(f"{m} {len(f.content) // 1024} KB" for m, f in pairs)
+    detail = f"{plural(len(files), 'PNG')} in {NOTEBOOK.name}'s thread ({sizes or 'none'})"
+    if not all(drawn):
+        detail += "; a picture without its series drawn"
+    return Outcome(name, ok, detail)
+
+
+def _has_series(png: bytes) -> bool:
+    try:
+        width, _height, pixels = decode_png(png)
+    except ValueError:
+        return False
+    colours = {bytes(c) for c in SERIES_COLOURS}  # lines at one level hide each other
+    painted = sum(1 for i in range(0, len(pixels), 3) if pixels[i : i + 3] in colours)
+    return painted > width // 4  # a line across the plot, at least
 
 
 def notebook_notified(ev: Evidence) -> Outcome:
@@ -294,6 +331,7 @@ CHECKS: tuple[Callable[[Evidence], Outcome], ...] = (
     unlabelled_pod_grouped,
     dead_exporter,
     slack_threads,
+    evidence_pictures,
     kept_from_slack,
     leader_failover,
     restored,

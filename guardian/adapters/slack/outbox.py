@@ -106,6 +106,20 @@ SLACK_MIGRATIONS = MigrationSet(
 
 
 PENDING, SENDING, DONE, DEAD = "pending", "sending", "done", "dead"
+_PICTURES = " pictures"  # no channel name has a space: a queue of its own
+
+
+def picture_queue(channel: str) -> str:
+    """The queue of a channel's evidence pictures: beside its messages, so that a slow or
+    failing upload never holds a notification back."""
+    return channel + _PICTURES
+
+
+def queue_channel(queue: str) -> str:
+    """The channel a queue posts to."""
+    return queue.removesuffix(_PICTURES)
+
+
 _EPISODE = "episode, thread_key, finding, announced, dirty, last_notified_at, reminders"
 _CHUNK = 400  # keys per IN (...): well under SQLite's variable limit
 
@@ -148,6 +162,9 @@ class IntakeRows:
     outbox: Sequence[OutboxRow] = ()
     cursor: tuple[str, str] | None = None  # (feed, position)
     prune_before: float | None = None  # forget finished operations and changes before this
+    # Posts that another replica may have made since then: each is looked for in Slack
+    # (its marker) before it is sent, as after a crash mid-send.
+    maybe_posted_since: float | None = None
 
 
 def _f(value: object) -> float:
@@ -288,9 +305,10 @@ class SlackStore:
             "INSERT OR IGNORE INTO slack_seen (change_key, seen_at) VALUES (?, ?)",
             [(key, now) for key in rows.seen],
         )
+        since = rows.maybe_posted_since
         conn.executemany(
             "INSERT OR IGNORE INTO slack_outbox (idem_key, channel, thread_key, op, payload, "
-            "state, not_before, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "state, not_before, created_at, first_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     o.idem,
@@ -298,9 +316,10 @@ class SlackStore:
                     o.thread,
                     o.op.value,
                     json.dumps(o.payload, separators=(",", ":")),
-                    PENDING,
+                    SENDING if since is not None and o.op is OpKind.POST else PENDING,
                     now,
                     now,
+                    since if o.op is OpKind.POST else None,
                 )
                 for o in rows.outbox
             ],
@@ -381,6 +400,15 @@ class SlackStore:
             conn.execute(
                 "UPDATE slack_outbox SET state = ?, not_before = ?, last_error = ? WHERE seq = ?",
                 (state, not_before, error[:500], seq),
+            )
+
+    def wait_for_parent(self, seq: int, now: float, not_before: float) -> None:
+        """Not an attempt: the wait starts at the first look (``first_attempt_at``)."""
+        with self.db.transaction() as conn:
+            conn.execute(
+                "UPDATE slack_outbox SET not_before = ?, first_attempt_at = "
+                "COALESCE(first_attempt_at, ?) WHERE seq = ?",
+                (not_before, now, seq),
             )
 
     def convert_to_post(self, seq: int) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from guardian.adapters.slack.blocks import marker
 from guardian.adapters.slack.outbox import PENDING, SENDING, OutboxItem, SlackStore
@@ -28,14 +29,24 @@ from guardian.adapters.slack.transport import (
     Uncertain,
 )
 from guardian.app.notify.metrics import NotifierMetrics
+from guardian.app.notify.picture_delivery import MAX_ATTEMPTS, PARENT_WAIT_S, PictureStep
 from guardian.app.settings.slack import DeliverySettings
 from guardian.engine.notify.lifecycle import OpKind
 from guardian.engine.notify.state import ThreadRow
-from guardian_common.errors import TransientError
+from guardian_common.errors import PermanentError, TransientError
 
 logger = logging.getLogger(__name__)
 
 _RECONCILE_SLACK = 60.0  # seconds before the first attempt to search from (clock skew)
+
+
+@dataclass(frozen=True)
+class DeliveryLinks:
+    """``may_send``: the leader's fence on every call; ``pictures``: draws and uploads
+    an evidence picture (None: pictures are off, their rows are given up)."""
+
+    may_send: Callable[[], bool] | None = None
+    pictures: PictureStep | None = None
 
 
 class Deliverer:
@@ -46,10 +57,11 @@ class Deliverer:
         clock: Callable[[], float],
         settings: DeliverySettings,
         metrics: NotifierMetrics,
-        may_send: Callable[[], bool] | None = None,
+        links: DeliveryLinks = DeliveryLinks(),
     ) -> None:
         self._store = store
-        self._may_send = may_send or (lambda: True)
+        self._may_send = links.may_send or (lambda: True)
+        self._pictures = links.pictures
         self._transport = transport
         self._clock = clock
         self._settings = settings
@@ -99,6 +111,9 @@ class Deliverer:
     def _process(self, item: OutboxItem) -> None:
         thread = self._store.threads([item.thread]).get(item.thread)
         op = item.op
+        if op is OpKind.PICTURE:
+            self._picture(item, thread)
+            return
         if op is OpKind.UPDATE and (
             thread is None or thread.ts is None or not self._transport.can_update
         ):
@@ -127,6 +142,41 @@ class Deliverer:
         finally:
             if op is not OpKind.UPDATE:
                 self._next_post[item.channel] = self._clock() + self._settings.post_interval
+
+    def _picture(self, item: OutboxItem, thread: ThreadRow | None) -> None:
+        now = self._clock()
+        if self._pictures is None:
+            self._store.mark_dead(item.seq, now, "pictures are off, or cannot be drawn here")
+            return
+        if thread is None or thread.ts is None:  # its parent first; not an attempt
+            waited = now - (item.first_attempt_at or now)
+            if waited > PARENT_WAIT_S:
+                self._store.mark_dead(item.seq, now, "given up: its parent was never posted")
+            else:
+                self._store.wait_for_parent(item.seq, now, now + self._settings.post_interval)
+            return
+        self._store.mark_sending(item.seq, now)
+        try:
+            done = self._pictures(item, thread)
+        except TransientError as exc:
+            if item.attempts + 1 >= MAX_ATTEMPTS:
+                self._store.mark_dead(item.seq, now, f"given up: {exc}")
+                self._count(item, "dead", f"given up: {exc}", logging.WARNING)
+                return
+            delay = exc.delay or self._backoff(item.attempts + 1)
+            if isinstance(exc, RateLimited):
+                self._blocked[item.channel] = now + delay
+            self._store.retry_later(item.seq, PENDING, now + delay, str(exc))
+            self._count(item, "retry", str(exc), logging.INFO)
+        except PermanentError as exc:
+            self._store.mark_dead(item.seq, now, str(exc))
+            self._metrics.dead.inc()
+            self._count(item, "rejected", str(exc), logging.WARNING)
+        else:
+            self._store.mark_done(item, self._clock(), done.channel_id, None, anchor=False)
+            self._metrics.requests.labels(item.op.value, "ok").inc()
+        finally:
+            self._next_post[item.channel] = self._clock() + self._settings.post_interval
 
     def _settled(self, item: OutboxItem, thread: ThreadRow | None) -> bool:
         """A post that may have reached Slack already: True when it did (marked done) or

@@ -15,10 +15,10 @@ from guardian.adapters.slack.blocks import (
     render_reply,
     with_marker,
 )
-from guardian.adapters.slack.outbox import IntakeRows, OutboxRow
+from guardian.adapters.slack.outbox import IntakeRows, OutboxRow, picture_queue
 from guardian.engine.notify.buttons import NO_BUTTONS, ButtonRules
 from guardian.engine.notify.lifecycle import Op, OpKind
-from guardian.engine.notify.state import NotifyPlan
+from guardian.engine.notify.state import Enqueue, NotifyPlan
 
 REMEDIATION_CURSOR = "remediation"  # the remediation ledger's position in slack_cursors
 
@@ -37,21 +37,19 @@ def intake_rows(
         episodes=plan.episodes,
         aliases=plan.aliases,
         seen=plan.seen,
-        outbox=[
-            OutboxRow(
-                e.op.idem,
-                e.channel,
-                e.op.thread,
-                e.op.kind,
-                with_marker(
-                    render_op(e.op, now, webhook=webhook, buttons=buttons), e.op.idem
-                ).to_json(),
-            )
-            for e in plan.outbox
-        ],
+        outbox=[_row(e, now, webhook=webhook, buttons=buttons) for e in plan.outbox],
         cursor=None if plan.cursor is None else (REMEDIATION_CURSOR, str(plan.cursor)),
         prune_before=prune_before,
     )
+
+
+def _row(e: Enqueue, now: float, *, webhook: bool, buttons: ButtonRules) -> OutboxRow:
+    op = e.op
+    if op.picture is not None:  # drawn at delivery, in its own queue: never ahead of news
+        queue = picture_queue(e.channel)
+        return OutboxRow(op.idem, queue, op.thread, op.kind, op.picture.to_dict())
+    payload = with_marker(render_op(op, now, webhook=webhook, buttons=buttons), op.idem)
+    return OutboxRow(op.idem, e.channel, op.thread, op.kind, payload.to_json())
 
 
 def render_op(

@@ -36,15 +36,17 @@ from guardian.adapters.slack.outbox import IntakeRows, SlackStore
 from guardian.adapters.slack.posted import message_episode
 from guardian.adapters.slack.transport import Transport
 from guardian.adapters.sqlite_db import Database
-from guardian.app.notify.delivery import Deliverer
+from guardian.app.notify.delivery import Deliverer, DeliveryLinks
 from guardian.app.notify.gather import ContextLookup, Gatherer
 from guardian.app.notify.metrics import NotifierMetrics
 from guardian.app.notify.payloads import REMEDIATION_CURSOR, intake_rows
+from guardian.app.notify.picture_delivery import RangeQuery, picture_maker
 from guardian.app.notify.secrets import build_transport
 from guardian.app.notify.thread_handover import Handover, ThreadHandover
 from guardian.app.settings.slack import SlackSettings
 from guardian.engine.notify.buttons import NO_BUTTONS, ButtonRules
 from guardian.engine.notify.click_plan import ClickOutcome
+from guardian.engine.notify.lifecycle import transition_idem
 from guardian.engine.notify.planner import (
     PlannerSettings,
     intake_batch,
@@ -54,11 +56,12 @@ from guardian.engine.notify.planner import (
     plan_transitions,
 )
 from guardian.engine.notify.state import NotifyPlan
-from guardian.model.alerts import AlertTransition
+from guardian.model.alerts import AlertTransition, TransitionKind
 from guardian.model.labels import LabelSet
 from guardian.model.notifications import Finding
-from guardian.model.remediation_events import RemediationEvent
+from guardian.model.remediation_events import RemediationEvent, episode_id
 from guardian.model.shared_episode import SlackParent
+from guardian_common.words import plural
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +80,10 @@ def _write_nothing(_conn: sqlite3.Connection) -> None:
     return None
 
 
-def _planner_settings(settings: SlackSettings, transport: Transport) -> PlannerSettings:
+def _planner_settings(
+    settings: SlackSettings, transport: Transport, links: NotifierLinks
+) -> PlannerSettings:
+    drawable = settings.pictures.enabled and links.range_query is not None
     return PlannerSettings(
         rules=settings.finding_rules(),
         routes=settings.routes(),
@@ -86,6 +92,7 @@ def _planner_settings(settings: SlackSettings, transport: Transport) -> PlannerS
         min_alerts=settings.grouping.min_alerts,
         repeat_interval=settings.repeat_interval,
         webhook=not transport.can_update,
+        pictures=settings.pictures.rules() if drawable else None,
     )
 
 
@@ -99,6 +106,7 @@ class NotifierLinks:
     context: ContextLookup | None = None
     handover: ThreadHandover | None = None
     may_send: Callable[[], bool] | None = None
+    range_query: RangeQuery | None = None  # Prometheus, for the evidence pictures
 
 
 class SlackNotifier:
@@ -115,12 +123,11 @@ class SlackNotifier:
         self._clock = clock
         self._store = SlackStore(db)
         self._context = links.context
-        self._planner = _planner_settings(settings, transport)
+        self._planner = _planner_settings(settings, transport, links)
         self._gather = Gatherer(self._store, self._planner, links.context)
         self.metrics = NotifierMetrics(links.registry, self._store.depth)
-        self._deliverer = Deliverer(
-            self._store, transport, clock, settings.delivery, self.metrics, links.may_send
-        )
+        self._links = links
+        self._deliverer = self._new_deliverer(settings, transport)
         handover = links.handover
         self._handover = Handover(self._store, handover, clock) if handover else None
         self._may_send = links.may_send or (lambda: True)
@@ -145,17 +152,23 @@ class SlackNotifier:
         """Build the transport from the settings; the secret comes from ``env`` or a file."""
         return cls(settings, db, clock, build_transport(settings, env), links)
 
+    def _new_deliverer(self, settings: SlackSettings, transport: Transport) -> Deliverer:
+        on = settings.pictures.enabled
+        pictures = picture_maker(transport, self._links.range_query) if on else None
+        links = DeliveryLinks(self._links.may_send, pictures)
+        d = settings.delivery
+        return Deliverer(self._store, transport, self._clock, d, self.metrics, links)
+
     def reconfigure(self, settings: SlackSettings, transport: Transport) -> None:
         """Use edited settings (a config reload) from the next intake and delivery pass
         on; the outbox and the episodes' threads stay as they are."""
-        planner = _planner_settings(settings, transport)
+        planner = _planner_settings(settings, transport, self._links)
         with self._intake, self._drain_lock:
             self.settings = settings
             self._planner = planner
             self._gather = Gatherer(self._store, planner, self._context)
-            self._deliverer = Deliverer(
-                self._store, transport, self._clock, settings.delivery, self.metrics
-            )
+            # The fence (may_send) stays: a reload must not let a standby send.
+            self._deliverer = self._new_deliverer(settings, transport)
 
     # -------------------------------------------------------------- intake
     @contextmanager
@@ -183,6 +196,39 @@ class SlackNotifier:
 
             yield write
         self.wake()
+
+    def catch_up_firing(self, firing: Sequence[AlertTransition]) -> int:
+        """Alerts already firing that this replica never recorded (it was a standby when
+        they fired, or its state was wiped): announce them now. Another replica may have
+        posted one: a ladder's parent is adopted from the shared state, any other post
+        first looks for its marker in the channel (as after a crash mid-send) and adopts
+        the parent it finds. Returns how many were new here."""
+        batch = [t for t in firing if t.kind is TransitionKind.FIRING]
+        if self._handover is not None:
+            self._handover.for_transitions(batch)
+        known = self._store.episodes(episode_id(t.labels, t.active_at) for t in batch)
+        seen = self._store.seen(transition_idem(t) for t in batch)
+        batch = [
+            t
+            for t in batch
+            if episode_id(t.labels, t.active_at) not in known and transition_idem(t) not in seen
+        ]
+        if not batch:
+            return 0
+        owners = self._gather.owners(batch)
+        planner = dataclasses.replace(self._planner, grouping=False, pictures=None)
+        with self._intake:
+            now = self._clock()
+            plan = plan_transitions(
+                self._gather.for_transitions(batch, owners), batch, now, planner
+            )
+            since = min(t.fired_at or t.active_at for t in batch)
+            self._write(dataclasses.replace(self._rows(plan, now), maybe_posted_since=since))
+        logger.info(
+            "slack: %s firing before this replica led: announcing", plural(len(batch), "alert")
+        )
+        self.wake()
+        return len(batch)
 
     def on_transitions(self, transitions: Iterable[AlertTransition]) -> None:
         """One evaluation cycle's transitions, in a transaction of their own."""

@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, field_validator, model_validator
 
+from guardian.app.settings.pictures import PictureSettings
 from guardian.app.settings.prices import PriceSettings
 from guardian.engine.notify.click_plan import Access
 from guardian.engine.notify.findings import FindingRules
@@ -256,6 +257,8 @@ class SlackSettings(StrictModel):
     twice a working day, often enough to act on, rare enough not to be muted."""
     grouping: GroupingSettings = GroupingSettings()
     """Folding many alerts into one message."""
+    pictures: PictureSettings = PictureSettings()
+    """The evidence as a picture in each episode's thread."""
     mute: list[MuteWindowSettings] = Field(default_factory=list)
     """Windows in which nothing is posted (maintenance, nights)."""
     prices: PriceSettings = PriceSettings()

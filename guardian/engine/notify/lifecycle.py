@@ -14,6 +14,7 @@ from enum import StrEnum
 
 from guardian.engine.notify.pipeline import is_pipeline
 from guardian.model.alerts import AlertTransition, TransitionKind
+from guardian.model.evidence_picture import PictureRequest
 from guardian.model.notifications import Finding, GroupSummary, HistoryEntry, Phase
 from guardian.model.remediation_events import RemediationEvent, episode_id
 
@@ -22,6 +23,7 @@ class OpKind(StrEnum):
     POST = "post"  # a new parent message
     UPDATE = "update"  # rewrite the parent
     REPLY = "reply"  # a reply in the parent's thread
+    PICTURE = "picture"  # the evidence as a picture, uploaded into the thread
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class Op:
     summary: GroupSummary | None = None
     entry: HistoryEntry | None = None
     reminder: bool = False
+    picture: PictureRequest | None = None
 
 
 def group_key(alertname: str, namespace: str, cycle_at: float) -> str:

@@ -26,6 +26,7 @@ from guardian.engine.notify.findings import (
     finding_for_event,
     with_cost,
 )
+from guardian.engine.notify.picture_plan import picture_ops
 from guardian.engine.notify.routing import MuteWindow, Routes, muted
 from guardian.engine.notify.state import (
     Draft,
@@ -36,6 +37,7 @@ from guardian.engine.notify.state import (
     ThreadRow,
 )
 from guardian.model.alerts import AlertTransition, TransitionKind
+from guardian.model.evidence_picture import PictureRules
 from guardian.model.notifications import Finding, GroupSummary, HistoryEntry
 from guardian.model.remediation_events import RemediationEvent, episode_id
 from guardian_common.words import plural
@@ -50,6 +52,7 @@ class PlannerSettings:
     min_alerts: int = 5
     repeat_interval: float = 14400.0
     webhook: bool = False  # nothing can be updated: every change is a new post
+    pictures: PictureRules | None = None  # the evidence as a picture in the thread; None: off
 
 
 @dataclass(frozen=True)
@@ -168,18 +171,25 @@ def _apply(draft: Draft, change: _Change, now: float, settings: PlannerSettings)
         draft.skip(change.idem, "muted: held until the window ends")
         return
     draft.save(new_row)  # a group summary reads its members
+    episode_change = lc.EpisodeChange(after, change.entry, change.idem)
     ops = lc.plan_change(
-        lc.EpisodeChange(after, change.entry, change.idem),
+        episode_change,
         thread=thread_key,
         announced=announced,
         summary=_summary(draft, thread, now),
         webhook=settings.webhook,
     )
     if ops or (thread.kind is ThreadKind.GROUP and not announced):  # the summary announced it
-        draft.enqueue(thread, ops)
+        before = row.finding.phase if row else None
+        pictures = picture_ops(episode_change, ops, before, _pictures(settings))
+        draft.enqueue(thread, [*ops, *pictures])
         draft.save(replace(new_row, announced=True, last_notified_at=now))
     else:
         draft.skip(change.idem, "never announced and already over: nobody is told")
+
+
+def _pictures(settings: PlannerSettings) -> PictureRules | None:
+    return None if settings.webhook else settings.pictures  # a webhook has no thread
 
 
 def _summary(draft: Draft, thread: ThreadRow, now: float) -> GroupSummary | None:
@@ -314,12 +324,14 @@ def _catch_up(
         draft.skip(row.episode, "came and went while muted")
         return
     entry = HistoryEntry(now, finding.phase, "Update after a mute window.")
+    episode_change = lc.EpisodeChange(finding, entry, lc.unmute_idem(finding))
     ops = lc.plan_change(
-        lc.EpisodeChange(finding, entry, lc.unmute_idem(finding)),
+        episode_change,
         thread=row.thread,
         announced=row.announced,
         summary=_summary(draft, thread, now),
         webhook=settings.webhook,
     )
-    draft.enqueue(thread, ops)
+    pictures = picture_ops(episode_change, ops, finding.phase, _pictures(settings))
+    draft.enqueue(thread, [*ops, *pictures])
     draft.save(replace(clean, announced=True, last_notified_at=now))

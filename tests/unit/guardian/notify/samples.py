@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from guardian.engine.notify.findings import (
     AlertFacts,
     FindingRules,
@@ -9,6 +11,7 @@ from guardian.engine.notify.findings import (
     new_finding,
     with_cost,
 )
+from guardian.engine.notify.state import NotifyPlan, NotifyState
 from guardian.model.labels import LabelSet
 from guardian.model.notifications import Finding, OwnerContext, Phase
 from guardian.model.remediation_events import LadderStep, StepOutcome, WorkloadRef
@@ -122,3 +125,15 @@ def reclaimed() -> Finding:
 
 def _priced(f: Finding) -> Finding:
     return with_cost(f, f.updated_at, RULES.prices)
+
+
+def written(state: NotifyState, plan: NotifyPlan) -> NotifyState:
+    """The state after the plan's write, as the next intake would gather it."""
+    return dataclasses.replace(
+        state,
+        episodes={**state.episodes, **{r.episode: r for r in plan.episodes}},
+        threads={**state.threads, **{t.key: t for t in plan.threads}},
+        seen=state.seen | set(plan.seen),
+        aliases={**state.aliases, **dict(plan.aliases)},
+        owners={},
+    )

@@ -32,7 +32,15 @@ from guardian.model.remediation_events import (
     StepOutcome,
     episode_id,
 )
-from tests.unit.guardian.notify.samples import ANNOTATIONS, CONTEXT, LABELS, RULES, T0, WORKLOAD
+from tests.unit.guardian.notify.samples import (
+    ANNOTATIONS,
+    CONTEXT,
+    LABELS,
+    RULES,
+    T0,
+    WORKLOAD,
+    written,
+)
 
 SETTINGS = PlannerSettings(
     rules=RULES,
@@ -57,18 +65,6 @@ def _resolved(t: AlertTransition, at: float) -> AlertTransition:
 
 def _ep(t: AlertTransition) -> str:
     return episode_id(t.labels, t.active_at)
-
-
-def _written(state: NotifyState, plan: NotifyPlan) -> NotifyState:
-    """The state after the plan's write, as the next intake would gather it."""
-    return dataclasses.replace(
-        state,
-        episodes={**state.episodes, **{r.episode: r for r in plan.episodes}},
-        threads={**state.threads, **{t.key: t for t in plan.threads}},
-        seen=state.seen | set(plan.seen),
-        aliases={**state.aliases, **dict(plan.aliases)},
-        owners={},
-    )
 
 
 def _ops(plan: NotifyPlan) -> list[tuple[str, OpKind, str]]:
@@ -100,7 +96,7 @@ def test_a_replay_plans_nothing_and_says_why() -> None:
     t = _firing()
     first = plan_transitions(NotifyState(), [t], T0, SETTINGS)
 
-    again = plan_transitions(_written(NotifyState(), first), [t], T0 + 60, SETTINGS)
+    again = plan_transitions(written(NotifyState(), first), [t], T0 + 60, SETTINGS)
 
     assert (again.threads, again.episodes, again.seen, again.outbox) == ((), (), (), ())
     assert again.skipped == (Skip(f"{_ep(t)}:alert:firing", "applied before (a replay)"),)
@@ -121,7 +117,7 @@ def test_pending_transitions_and_unknown_resolves_plan_nothing() -> None:
 
 def test_a_resolve_updates_the_parent_and_replies_in_its_thread() -> None:
     t = _firing()
-    state = _written(NotifyState(), plan_transitions(NotifyState(), [t], T0, SETTINGS))
+    state = written(NotifyState(), plan_transitions(NotifyState(), [t], T0, SETTINGS))
 
     plan = plan_transitions(state, [_resolved(t, T0 + 600)], T0 + 600, SETTINGS)
 
@@ -147,7 +143,7 @@ def test_a_muted_change_is_kept_dirty_and_held() -> None:
     assert plan.outbox == ()
     assert plan.skipped == (Skip(f"{_ep(t)}:alert:firing", "muted: held until the window ends"),)
     # The window ends: the tick catches up with one parent post.
-    after = plan_tick(_written(NotifyState(), plan), T0 + 3600, settings)
+    after = plan_tick(written(NotifyState(), plan), T0 + 3600, settings)
     assert [(kind, idem.split(":", 1)[1]) for _, kind, idem in _ops(after)] == [
         (OpKind.POST, f"unmute:{T0:.3f}:post")
     ]
@@ -196,7 +192,7 @@ def _event(
 
 def test_ladders_claim_the_newest_unclaimed_alert_episode_once() -> None:
     old, new = _firing("p", active_at=T0 - 600), _firing("p", active_at=T0)
-    state = _written(NotifyState(), plan_transitions(NotifyState(), [old, new], T0, SETTINGS))
+    state = written(NotifyState(), plan_transitions(NotifyState(), [old, new], T0, SETTINGS))
     state = dataclasses.replace(state, unclaimed=frozenset({_ep(old), _ep(new)}))
     pod_only = LabelSet({"alertname": "GpuIdle", "namespace": "ml", "pod": "p"})
     events = [
@@ -218,14 +214,14 @@ def test_ladders_claim_the_newest_unclaimed_alert_episode_once() -> None:
     assert [t.key for t in plan.threads] == ["episode:wl-3"]
     assert plan.cursor == 10
     # Read again from the same position: every event was applied, the cursor stays.
-    again = plan_remediation(_written(state, plan), events, T0 + 180, SETTINGS, cursor=10)
+    again = plan_remediation(written(state, plan), events, T0 + 180, SETTINGS, cursor=10)
     assert (again.outbox, again.cursor) == ((), None)
     assert {s.reason for s in again.skipped} == {"applied before (a replay)"}
 
 
 def test_a_group_thread_gets_one_reminder_per_interval() -> None:
     batch = [_firing("a"), _firing("b")]
-    state = _written(NotifyState(), plan_transitions(NotifyState(), batch, T0, GROUPING))
+    state = written(NotifyState(), plan_transitions(NotifyState(), batch, T0, GROUPING))
 
     early = plan_tick(state, T0 + 1800, GROUPING)
     due = plan_tick(state, T0 + 3600, GROUPING)
