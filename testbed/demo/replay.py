@@ -8,10 +8,13 @@ engine did: the notebook's GpuIdle and a would-be notification for it.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from guardian_common.durations import format_duration
+from guardian_common.words import amount
 from testbed.demo.fleet import NOTEBOOK
 from testbed.demo.outcomes import Outcome
 from testbed.demo.processes import ProcessGroup
@@ -96,3 +99,34 @@ def check_replay(run: ReplayRun) -> Outcome:
         f"replayed notification for {notebook}: {'yes' if notified else 'no'}"
     )
     return Outcome("the replay of the demo's history finds the notebook", ok, detail)
+
+
+_FREED = re.compile(r"^\s*freed: ([\d.,]+) GPU-hours, (\D*?)([\d.,]+)\s*$", re.MULTILINE)
+_IDLE = re.compile(r"^\s*idle cost: (\D*?)([\d.,]+) of \D*?([\d.,]+) GPU spend", re.MULTILINE)
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def in_cluster_time(run: ReplayRun, factor: int, elapsed: float) -> list[str]:
+    """The replay's figures scaled back to a cluster's pace: the demo runs ``factor``
+    times faster, so every GPU-hour it shows stands for ``factor`` of them."""
+    span = format_duration(round(elapsed * factor))
+    ran = format_duration(round(elapsed))
+    lines = [f"The demo ran {ran} at {factor}x a cluster's pace: {span} of cluster time."]
+    freed = _FREED.search(run.simulate_output)
+    if freed is not None:
+        hours, currency, cost = _number(freed[1]), freed[2], _number(freed[3])
+        lines.append(
+            f"  the reclaim freed {amount(hours * factor)} GPU-hours, about "
+            f"{currency}{cost * factor:,.2f} (simulate: {freed[1]} GPU-hours x {factor})"
+        )
+    idle = _IDLE.search(run.report_output)
+    if idle is not None:
+        currency, wasted, spend = idle[1], _number(idle[2]), _number(idle[3])
+        lines.append(
+            f"  the report found about {currency}{wasted * factor:,.2f} of "
+            f"{currency}{spend * factor:,.2f} GPU spend idle"
+        )
+    return lines

@@ -19,7 +19,7 @@ from guardian_common.words import plural
 from testbed.demo.fleet import NODES, WORKLOADS
 from testbed.demo.outcomes import check_all
 from testbed.demo.profile import DemoProfile
-from testbed.demo.replay import check_replay, replay_history
+from testbed.demo.replay import check_replay, in_cluster_time, replay_history
 from testbed.demo.script import DemoAborted, DemoScript
 from testbed.demo.stack import DemoOptions, DemoStack
 from testbed.demo.timeline import Timeline
@@ -137,5 +137,10 @@ def run_demo(request: DemoRequest, out: TextIO) -> int:
     if failed:
         timeline.plain(f"\nFAILED: see the outcomes above; logs kept in {workdir}/logs")
         return EXIT_FAILED
+    if replay is not None:
+        timeline.heading("what it saved, in cluster time")
+        factor = request.factor
+        for line in in_cluster_time(replay, factor, timeline.elapsed):
+            timeline.plain(line)
     timeline.plain("\nOK: every expected outcome happened; everything the demo started is stopped.")
     return EXIT_OK

@@ -20,7 +20,7 @@ from guardian.engine.notify.findings import apply_remediation
 from guardian.engine.simulate.reclaim_outcomes import HoldSpan
 from guardian.model.history import TimeRange
 from guardian.model.remediation_events import LadderStep, RemediationEvent, StepOutcome
-from guardian_common.words import plural
+from guardian_common.words import amount, plural
 from testbed.demo import run as demo_run
 from testbed.demo.timeline import Timeline
 from tests.unit.guardian.notify.samples import LABELS, RULES, T0, WORKLOAD, grace
@@ -144,3 +144,21 @@ def test_rules_test_on_a_missing_file_names_it_and_exits_2(
     out, err = capsys.readouterr()
     assert "test group" not in out
     assert err.splitlines() == [f"{missing}: cannot read: no such test file"]
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (0.0, "0"),
+        (0.0056, "0.0056"),  # not "0.0", which reads as nothing
+        (0.05, "0.05"),
+        (0.5, "0.5"),
+        (0.999, "1.0"),
+        (12.345, "12.3"),
+        (1234.5, "1,234.5"),
+        (1.2e-5, "0.000012"),
+        (-0.25, "-0.25"),
+    ],
+)
+def test_amounts_read_as_people_write_them(value: float, text: str) -> None:
+    assert amount(value) == text

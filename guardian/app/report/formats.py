@@ -16,6 +16,7 @@ from guardian.engine.report.chargeback import Summary, summarize, total
 from guardian.engine.report.headline import Headline, WorkloadLine, headline, workload_lines
 from guardian.model.times import rfc3339
 from guardian_common.durations import format_duration
+from guardian_common.words import amount
 
 CSV_FIELDS = (
     "day",
@@ -77,7 +78,7 @@ def top_line(line: WorkloadLine, currency: str) -> str:
     s = line.summary
     return (
         f"{line.name}: {money(s.idle_cost, currency)} idle "
-        f"({s.idle:,.1f} idle GPU-hours, {pct(line.share_idle)} of its GPU-hours)"
+        f"({amount(s.idle)} idle GPU-hours, {pct(line.share_idle)} of its GPU-hours)"
     )
 
 
@@ -85,7 +86,7 @@ def headline_lines(top: Headline, currency: str) -> list[str]:
     """The headline: idle cost, the share of spend idle, the top idle workloads."""
     t = top.total
     spend = f"{money(t.idle_cost, currency)} of {money(t.cost, currency)} GPU spend"
-    hours = f"{t.idle:,.1f} of {t.allocated:,.1f} allocated"
+    hours = f"{amount(t.idle)} of {amount(t.allocated)} allocated"
     lines = [
         f"idle cost: {spend} ({pct(top.share_of_spend_idle)} of spend idle)",
         f"idle GPU-hours: {hours} ({pct(top.share_of_hours_idle)})",

@@ -16,6 +16,7 @@ from guardian.app.report.gpu_hours import ReportResult
 from guardian.app.report.svg import Chart, Series, stacked_bars
 from guardian.engine.report.chargeback import Summary, summarize
 from guardian.engine.report.headline import Headline, WorkloadLine, headline, workload_lines
+from guardian_common.words import amount
 
 PLOT_IDS = ("idle-cost", "spend", "idle-gpu-hours", "idle-split")
 HOURS_COLUMNS = ("allocated GPU-h", "idle GPU-h", "fully idle", "partly idle")
@@ -77,7 +78,7 @@ def _headline(top: Headline, currency: str) -> str:
         ("headline-idle-cost", "idle cost", money(t.idle_cost, currency)),
         ("headline-share-idle", "share of spend idle", pct(top.share_of_spend_idle)),
         ("headline-cost", "all GPU spend", money(t.cost, currency)),
-        ("headline-idle-hours", "idle GPU-hours", f"{t.idle:,.1f} of {t.allocated:,.1f}"),
+        ("headline-idle-hours", "idle GPU-hours", f"{amount(t.idle)} of {amount(t.allocated)}"),
     ]
     cards = "".join(
         f'<div class="figure"><div class="label">{html.escape(label)}</div>'
@@ -86,7 +87,8 @@ def _headline(top: Headline, currency: str) -> str:
     )
     items = "".join(
         f"<li><b>{html.escape(w.name)}</b>: {html.escape(money(w.summary.idle_cost, currency))}"
-        f" idle ({w.summary.idle:,.1f} idle GPU-hours, {pct(w.share_idle)} of its GPU-hours)</li>"
+        f" idle ({amount(w.summary.idle)} idle GPU-hours,"
+        f" {pct(w.share_idle)} of its GPU-hours)</li>"
         for w in top.top
     )
     top_list = f'<ol id="headline-top">{items}</ol>' if items else "<p>No idle GPU-hours.</p>"

@@ -10,7 +10,7 @@ from guardian.engine.simulate.reclaim_outcomes import Freed, HoldSpan, ReclaimOu
 from guardian.model.remediation_events import LadderStep
 from guardian.model.times import rfc3339
 from guardian_common.durations import format_duration
-from guardian_common.words import plural
+from guardian_common.words import amount, plural
 
 
 def _money(amount: float | None, currency: str) -> str:
@@ -48,7 +48,7 @@ def _reclaim_line(r: ReclaimOutcome, currency: str, horizon: float) -> str:
     )
     return (
         f"  {rfc3339(s.at)} {s.workload} (policy {s.policy}, {s.alert_labels.get('alertname')}): "
-        f"frees {r.freed.gpu_hours:.1f} GPU-hours, {_money(r.freed.cost, currency)}; {back}\n"
+        f"frees {amount(r.freed.gpu_hours)} GPU-hours, {_money(r.freed.cost, currency)}; {back}\n"
         f"      {s.reason}"
     )
 
@@ -61,7 +61,7 @@ def _partly_line(p: PartlyIdle, currency: str) -> str:
     )
     return (
         f"  {rfc3339(p.start)} to {rfc3339(p.end)} ({plural(p.cycles, 'cycle')}) {p.workload} "
-        f"(policy {p.run.policy}): a right-size frees {p.freed.gpu_hours:.1f} GPU-hours, "
+        f"(policy {p.run.policy}): a right-size frees {amount(p.freed.gpu_hours)} GPU-hours, "
         f"{_money(p.freed.cost, currency)}; {back}\n"
         f"      {p.run.reason}"
     )
@@ -103,9 +103,9 @@ def render_text(result: SimulationResult) -> str:
     sized = sum(p.freed.gpu_hours for p in result.partly_idle)
     lines += [
         "",
-        f"freed: {hours:.1f} GPU-hours, {_money(_total_cost(result), result.currency)}",
+        f"freed: {amount(hours)} GPU-hours, {_money(_total_cost(result), result.currency)}",
         (
-            f"a right-size of the partly idle would have freed: {sized:.1f} GPU-hours, "
+            f"a right-size of the partly idle would have freed: {amount(sized)} GPU-hours, "
             f"{_money(_right_size_cost(result), result.currency)}"
         ),
         (

@@ -7,6 +7,7 @@ from pathlib import Path
 from testbed.demo.fleet import CHAT, SHARED_NOTEBOOK
 from testbed.demo.observers import AlertObserver, KubeObserver, LedgerObserver
 from testbed.demo.outcomes import Evidence, shared_idle_pod_notified
+from testbed.demo.replay import ReplayRun, in_cluster_time
 
 
 def _alert(name: str, pod: str, namespace: str) -> dict[str, str]:
@@ -39,3 +40,18 @@ def test_an_alert_on_the_busy_neighbour_fails_it(tmp_path: Path) -> None:
     outcome = shared_idle_pod_notified(_evidence(tmp_path, (IDLE, "firing"), (BUSY, "pending")))
     assert outcome.ok is False
     assert "GpuShareIdle went 1x for chat-api" in outcome.detail
+
+
+def test_the_ending_scales_the_replay_back_to_cluster_time() -> None:
+    run = ReplayRun(
+        0,
+        "would-be reclaims: 1\n\nfreed: 0.006 GPU-hours, $0.02\n",
+        0,
+        "    idle cost: $0.13 of $0.70 GPU spend (18.8% of spend idle)\n",
+    )
+    lines = in_cluster_time(run, 60, 91.0)
+    assert lines == [
+        "The demo ran 1m31s at 60x a cluster's pace: 1h31m of cluster time.",
+        "  the reclaim freed 0.36 GPU-hours, about $1.20 (simulate: 0.006 GPU-hours x 60)",
+        "  the report found about $7.80 of $42.00 GPU spend idle",
+    ]
