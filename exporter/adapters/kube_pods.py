@@ -19,10 +19,10 @@ from typing import Any
 from kubernetes import client, watch
 
 from exporter.model.pods import PodDirectory, PodInfo
+from guardian_common.kube_watch import apply_events, list_then_watch, list_version, watch_arguments
 
 logger = logging.getLogger(__name__)
 
-HTTP_GONE = 410
 # Init containers, app containers and ephemeral (debug) containers can all run on a GPU.
 _STATUS_LISTS = ("initContainerStatuses", "containerStatuses", "ephemeralContainerStatuses")
 
@@ -105,8 +105,7 @@ class PodWatcher:
             self._pods[pod.uid] = pod
         self.relists += 1
         self._publish(up=True)
-        version: str = (body.get("metadata") or {}).get("resourceVersion", "")
-        return version
+        return list_version(body)
 
     def watch_once(self, resource_version: str) -> str:
         """Apply watch events until the server closes the stream; returns the last version.
@@ -117,58 +116,40 @@ class PodWatcher:
         stream = self._watch.stream(
             self._api.list_pod_for_all_namespaces,
             field_selector=self._selector,
-            resource_version=resource_version,
-            allow_watch_bookmarks=True,
-            timeout_seconds=self._watch_timeout,
-            # The socket read timeout must outlive the server-side watch timeout.
-            _request_timeout=(self._request_timeout, self._watch_timeout + self._request_timeout),
+            **watch_arguments(
+                resource_version,
+                request_timeout=self._request_timeout,
+                watch_timeout=self._watch_timeout,
+            ),
             # deserialize=False would be cheaper, but the client then fails on
             # ERROR events (410 Gone) with a KeyError instead of an ApiException.
         )
-        for event in stream:
-            obj = event.get("raw_object") or {}
-            version = (obj.get("metadata") or {}).get("resourceVersion")
-            if version:
-                resource_version = str(version)
-            kind = event.get("type")
-            if kind == "BOOKMARK":
-                continue
-            pod = pod_from_object(obj)
-            if kind == "DELETED":
-                self._pods.pop(pod.uid, None)
-            elif kind in ("ADDED", "MODIFIED"):
-                self._pods[pod.uid] = pod
-            self._publish(up=True)
-        return resource_version
+        return apply_events(stream, resource_version, self._apply)
+
+    def _apply(self, kind: str, obj: Mapping[str, Any]) -> None:
+        pod = pod_from_object(obj)
+        if kind == "DELETED":
+            self._pods.pop(pod.uid, None)
+        else:
+            self._pods[pod.uid] = pod
+        self._publish(up=True)
 
     def run(self, stop: threading.Event) -> None:
         """List, then watch, until ``stop`` is set. Never raises."""
-        failures = 0
-        version = ""
-        while not stop.is_set():
-            try:
-                if not version:
-                    version = self.relist()
-                version = self.watch_once(version)
-                failures = 0
-            except client.ApiException as exc:
-                if exc.status == HTTP_GONE:
-                    logger.info("pod watch expired (410 Gone); listing again")
-                    version = ""
-                    continue
-                if stop.is_set():
-                    break
-                failures += 1
-                version = ""
-                self._mark_down("pod list/watch failed: HTTP %s %s", exc.status, exc.reason)
-            except Exception as exc:
-                if stop.is_set():
-                    break  # the stream was cut because we are stopping: not an outage
-                failures += 1
-                version = ""
-                self._mark_down("pod list/watch failed: %s", exc)
-            if failures:
-                stop.wait(self._retry_delay(failures))
+        list_then_watch(
+            stop,
+            self.relist,
+            self.watch_once,
+            self._failed,
+            self._retry_delay,
+            gone=lambda: logger.info("pod watch expired (410 Gone); listing again"),
+        )
+
+    def _failed(self, exc: Exception, _failures: int) -> None:
+        if isinstance(exc, client.ApiException):
+            self._mark_down("pod list/watch failed: HTTP %s %s", exc.status, exc.reason)
+        else:
+            self._mark_down("pod list/watch failed: %s", exc)
 
     def _mark_down(self, message: str, *args: object) -> None:
         logger.warning(message, *args)

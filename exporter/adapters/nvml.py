@@ -132,14 +132,18 @@ class NvmlBackend:
     def _lost(self, op: str, exc: BaseException) -> BackendUnavailable:
         return BackendUnavailable(f"{op}: {exc}", op=op, kind=error_kind(exc))
 
+    def _raise_if_lost(self, op: str, exc: BaseException) -> None:
+        """A lifecycle error (the driver or the GPU gone) loses the whole backend."""
+        if getattr(exc, "value", None) in LIFECYCLE:
+            raise self._lost(op, exc) from exc
+
     def _field(self, op: str, uuid: str, fn: Callable[..., T], *args: Any) -> T | None:
         """Call one NVML query; None means "omit this series"."""
         try:
             return fn(*args)
         except pynvml.NVMLError as exc:
+            self._raise_if_lost(op, exc)
             code = getattr(exc, "value", None)
-            if code in LIFECYCLE:
-                raise self._lost(op, exc) from exc
             kind = error_kind(exc)
             if code in UNSUPPORTED:
                 if (op, uuid) not in self._reported:
@@ -165,8 +169,7 @@ class NvmlBackend:
                 uuid = _text(pynvml.nvmlDeviceGetUUID(handle))
                 model = _text(pynvml.nvmlDeviceGetName(handle))
             except pynvml.NVMLError as exc:
-                if getattr(exc, "value", None) in LIFECYCLE:
-                    raise self._lost("device_handle", exc) from exc
+                self._raise_if_lost("device_handle", exc)
                 self._errors.append(BackendError("device_handle", error_kind(exc)))
                 logger.warning("skipping GPU %s: %s", index, exc)
                 continue
@@ -221,15 +224,13 @@ class NvmlBackend:
             try:
                 mig = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)
             except pynvml.NVMLError as exc:
-                if getattr(exc, "value", None) in LIFECYCLE:
-                    raise self._lost("mig_device_handle", exc) from exc
+                self._raise_if_lost("mig_device_handle", exc)
                 continue  # an empty slot reads NotFound or InvalidArgument
             try:
                 mig_uuid = _text(pynvml.nvmlDeviceGetUUID(mig))
                 mig_model = _text(pynvml.nvmlDeviceGetName(mig))
             except pynvml.NVMLError as exc:
-                if getattr(exc, "value", None) in LIFECYCLE:
-                    raise self._lost("mig_device_handle", exc) from exc
+                self._raise_if_lost("mig_device_handle", exc)
                 self._errors.append(BackendError("mig_device_handle", error_kind(exc)))
                 continue
             used, total = self._memory(mig, mig_uuid)
@@ -260,8 +261,7 @@ class NvmlBackend:
             ):
                 self._memory_v2 = False  # a pre-R510 driver: v1 it is
             except pynvml.NVMLError as exc:
-                if getattr(exc, "value", None) in LIFECYCLE:
-                    raise self._lost("memory_info", exc) from exc
+                self._raise_if_lost("memory_info", exc)
         info = self._field("memory_info", uuid, pynvml.nvmlDeviceGetMemoryInfo, handle)
         return (None, None) if info is None else (int(info.used), int(info.total))
 
@@ -272,8 +272,7 @@ class NvmlBackend:
             except pynvml.NVMLError_FunctionNotFound:
                 self._temperature_v = False
             except pynvml.NVMLError as exc:
-                if getattr(exc, "value", None) in LIFECYCLE:
-                    raise self._lost("temperature", exc) from exc
+                self._raise_if_lost("temperature", exc)
         value = self._field(
             "temperature",
             uuid,

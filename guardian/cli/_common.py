@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from importlib import metadata
 from typing import TypeAlias
@@ -25,6 +26,17 @@ def config_error(prog: str, exc: ConfigError) -> int:
     return EXIT_CONFIG
 
 
+def usage_error(prog: str, message: object) -> int:
+    """Print ``message`` on stderr after ``prog``; the status for a usage error."""
+    print(f"{prog}: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def config_required(prog: str) -> int:
+    """The usage error of a command given neither --config nor $GUARDIAN_CONFIG."""
+    return usage_error(prog, "--config is required (or set GUARDIAN_CONFIG)")
+
+
 def failure(prog: str, exc: GuardianError) -> int:
     """Print ``exc`` on stderr; the status: a usage error when the cluster cannot be reached
     with the access given, else a failure. (A ConfigError is guardian's main's to print.)"""
@@ -37,6 +49,15 @@ def package_version() -> str:
         return metadata.version("gpu-guardian")
     except metadata.PackageNotFoundError:
         return "unknown"
+
+
+def add_config_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--config``, by default $GUARDIAN_CONFIG (read when the parser is built)."""
+    parser.add_argument(
+        "--config",
+        default=os.environ.get("GUARDIAN_CONFIG"),
+        help=f"{what} (default: $GUARDIAN_CONFIG)",
+    )
 
 
 def add_state_options(parser: argparse.ArgumentParser) -> None:

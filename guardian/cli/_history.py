@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from guardian.app.history.progress import (
     Progress,
     progress_for,
 )
+from guardian.cli._common import add_config_option
 from guardian.model.times import parse_rfc3339
 from guardian_common.durations import parse_duration
 
@@ -22,11 +22,7 @@ _UNIX = re.compile(r"^[0-9]+(\.[0-9]+)?$")
 
 
 def add_range_arguments(parser: argparse.ArgumentParser, since: str) -> None:
-    parser.add_argument(
-        "--config",
-        default=os.environ.get("GUARDIAN_CONFIG"),
-        help="controller config file: Prometheus, rule files, prices (default: $GUARDIAN_CONFIG)",
-    )
+    add_config_option(parser, "controller config file: Prometheus, rule files, prices")
     parser.add_argument(
         "--since",
         default=since,
@@ -44,6 +40,10 @@ def add_range_arguments(parser: argparse.ArgumentParser, since: str) -> None:
         default="auto",
         help="progress on stderr: a bar on a terminal, plain lines otherwise (default auto)",
     )
+
+
+def add_metrics_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--metrics", choices=("auto", "guardian", "dcgm"), default="auto")
 
 
 def parse_time(text: str, flag: str) -> float:

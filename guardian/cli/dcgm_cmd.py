@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from enum import StrEnum
 from pathlib import Path
 
 import yaml
@@ -44,27 +45,21 @@ def register(subparsers: SubParsers) -> None:
         default=DEFAULT_GROUP,
         help="gpu_group for pods without the label (default: %(default)s)",
     )
-    parser.add_argument(
-        "--format",
-        type=OutputFormat,
-        choices=list(OutputFormat),
-        required=True,
-        help="what to print",
-    )
-    parser.add_argument(
+    _add_enum_option(parser, "--format", OutputFormat, "what to print")
+    _add_enum_option(
+        parser,
         "--cluster-via",
-        type=ClusterLabelVia,
-        choices=list(ClusterLabelVia),
+        ClusterLabelVia,
+        "how the cluster label is set (default: %(default)s)",
         default=ClusterLabelVia.EXTERNAL_LABELS,
-        help="how the cluster label is set (default: %(default)s)",
     )
     parser.add_argument("--scrape-interval", default="30s")
-    parser.add_argument(
+    _add_enum_option(
+        parser,
         "--service-discovery",
-        type=ServiceDiscovery,
-        choices=list(ServiceDiscovery),
+        ServiceDiscovery,
+        "how Prometheus finds the exporters (format prometheus; default: %(default)s)",
         default=ServiceDiscovery.KUBERNETES,
-        help="how Prometheus finds the exporters (format prometheus; default: %(default)s)",
     )
     parser.add_argument(
         "--file-sd-dir",
@@ -78,6 +73,25 @@ def register(subparsers: SubParsers) -> None:
     )
     parser.add_argument("--dra", action="store_true", help="GPUs are allocated through DRA")
     parser.set_defaults(handler=run)
+
+
+def _add_enum_option(
+    parser: argparse.ArgumentParser,
+    flag: str,
+    values: type[StrEnum],
+    help_text: str,
+    *,
+    default: StrEnum | None = None,
+) -> None:
+    """A flag that takes one of ``values``; required when it has no default."""
+    parser.add_argument(
+        flag,
+        type=values,
+        choices=list(values),
+        required=default is None,
+        default=default,
+        help=help_text,
+    )
 
 
 def _sharing(args: argparse.Namespace) -> frozenset[GpuSharing]:

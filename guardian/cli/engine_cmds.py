@@ -12,32 +12,32 @@ from guardian.adapters.kube.credentials import KubeAccessError
 from guardian.app.http_api import format_api_value
 from guardian.app.rules.eval_once import EvalReport, evaluate_once, parse_eval_time
 from guardian.app.runner import EngineRunner
-from guardian.cli._common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, SubParsers, config_error
+from guardian.cli._common import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    SubParsers,
+    add_config_option,
+    config_error,
+    config_required,
+    usage_error,
+)
 from guardian.model.times import rfc3339
 from guardian_common.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
 
-def _config_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config",
-        default=os.environ.get("GUARDIAN_CONFIG"),
-        help="controller config file (default: $GUARDIAN_CONFIG)",
-    )
-
-
 def register(subparsers: SubParsers) -> None:
     text = "evaluate every rule group once and print the alerts (never acts)"
     ev = subparsers.add_parser("eval", help=text, description=text)
-    _config_argument(ev)
+    add_config_option(ev, "controller config file")
     ev.add_argument("--at", help="evaluation time: RFC 3339 or unix seconds (default: now)")
     ev.add_argument("--json", action="store_true", help="print JSON instead of a table")
     ev.set_defaults(handler=run_eval)
 
     text = "run the scheduled rule engine and its HTTP endpoint"
     run = subparsers.add_parser("run", help=text, description=text)
-    _config_argument(run)
+    add_config_option(run, "controller config file")
     run.set_defaults(handler=run_engine)
 
 
@@ -65,13 +65,11 @@ def _print_table(report: EvalReport) -> None:
 
 def run_eval(args: argparse.Namespace) -> int:
     if not args.config:
-        print("guardian eval: --config is required (or set GUARDIAN_CONFIG)", file=sys.stderr)
-        return EXIT_USAGE
+        return config_required("guardian eval")
     try:
         at = parse_eval_time(args.at) if args.at else None
     except ValueError as exc:
-        print(f"guardian eval: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error("guardian eval", exc)
     try:
         report = evaluate_once(args.config, os.environ, at)
     except ConfigError as exc:
@@ -93,13 +91,11 @@ def run_eval(args: argparse.Namespace) -> int:
 
 def run_engine(args: argparse.Namespace) -> int:
     if not args.config:
-        print("guardian run: --config is required (or set GUARDIAN_CONFIG)", file=sys.stderr)
-        return EXIT_USAGE
+        return config_required("guardian run")
     try:
         runner = EngineRunner(args.config, os.environ)
     except KubeAccessError as exc:
-        print(f"guardian run: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error("guardian run", exc)
     except ConfigError as exc:
         return config_error("guardian run", exc)
     except OSError as exc:  # e.g. the listen address is taken

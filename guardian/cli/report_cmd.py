@@ -16,10 +16,18 @@ from guardian.app.report.gpu_hours import ReportOptions, ReportResult, UsageRepo
 from guardian.app.report.html import render_html
 from guardian.app.rules.build import prometheus_access
 from guardian.app.settings.config_file import load_settings
-from guardian.cli._common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, SubParsers
-from guardian.cli._history import add_range_arguments, duration, make_progress, parse_range
+from guardian.cli._common import EXIT_FAILURE, EXIT_OK, SubParsers, config_required, usage_error
+from guardian.cli._history import (
+    add_metrics_option,
+    add_range_arguments,
+    duration,
+    make_progress,
+    parse_range,
+)
 from guardian.engine.report.chargeback import DIMENSIONS
 from guardian_common.errors import ConfigError, GuardianError
+
+_PROG = "guardian report"
 
 
 def register(subparsers: SubParsers) -> None:
@@ -44,7 +52,7 @@ def register(subparsers: SubParsers) -> None:
         default=0.05,
         help="utilization (0-1) under which an allocated GPU is idle (default 0.05)",
     )
-    p.add_argument("--metrics", choices=("auto", "guardian", "dcgm"), default="auto")
+    add_metrics_option(p)
     p.set_defaults(handler=run_report)
 
 
@@ -65,11 +73,9 @@ def renderer(fmt: str, by: str) -> Render:
 
 def run_report(args: argparse.Namespace) -> int:
     if not args.config:
-        print("guardian report: --config is required (or set GUARDIAN_CONFIG)", file=sys.stderr)
-        return EXIT_USAGE
+        return config_required(_PROG)
     if args.format == "html" and not args.output:
-        print("guardian report: --format html needs --output FILE", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error(_PROG, "--format html needs --output FILE")
     render = renderer(args.format, args.by)
     try:
         span = parse_range(args, time.time())
@@ -83,11 +89,9 @@ def run_report(args: argparse.Namespace) -> int:
         )
         settings = load_settings(args.config, os.environ)
     except ValueError as exc:
-        print(f"guardian report: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error(_PROG, exc)
     except ConfigError as exc:
-        print(f"guardian report: invalid configuration:\n{exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error(_PROG, f"invalid configuration:\n{exc}")
     querier = PrometheusQuerier(prometheus_access(settings))
     progress = make_progress(args.progress, "report")
     try:

@@ -14,11 +14,11 @@ from guardian.app.remediation.restore_all import run_restore_all, summary
 from guardian.cli._common import (
     EXIT_FAILURE,
     EXIT_OK,
-    EXIT_USAGE,
     SubParsers,
     add_kube_options,
     add_state_options,
     failure,
+    usage_error,
 )
 from guardian_common.errors import ConfigError, GuardianError
 
@@ -73,8 +73,7 @@ def _request(args: argparse.Namespace) -> RestoreRequest:
 def run(args: argparse.Namespace) -> int:
     usage = _usage(args)
     if usage is not None:
-        print(f"guardian restore: {usage}", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error("guardian restore", usage)
     if args.all:
         return run_all(args)
     try:

@@ -16,9 +16,24 @@ from guardian.app.rules.build import prometheus_access
 from guardian.app.settings.config_file import load_settings
 from guardian.app.simulate.printout import render_json, render_text
 from guardian.app.simulate.simulation import Clients, SimulateOptions, Simulation
-from guardian.cli._common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, SubParsers, add_kube_options
-from guardian.cli._history import add_range_arguments, duration, make_progress, parse_range
+from guardian.cli._common import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    SubParsers,
+    add_kube_options,
+    config_required,
+    usage_error,
+)
+from guardian.cli._history import (
+    add_metrics_option,
+    add_range_arguments,
+    duration,
+    make_progress,
+    parse_range,
+)
 from guardian_common.errors import ConfigError, GuardianError
+
+_PROG = "guardian simulate"
 
 
 def register(subparsers: SubParsers) -> None:
@@ -46,15 +61,14 @@ def register(subparsers: SubParsers) -> None:
         default=0.05,
         help="utilization (0-1) that counts as busy (default 0.05, the idle rule's floor)",
     )
-    p.add_argument("--metrics", choices=("auto", "guardian", "dcgm"), default="auto")
+    add_metrics_option(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(handler=run_simulate)
 
 
 def run_simulate(args: argparse.Namespace) -> int:
     if not args.config:
-        print("guardian simulate: --config is required (or set GUARDIAN_CONFIG)", file=sys.stderr)
-        return EXIT_USAGE
+        return config_required(_PROG)
     try:
         span = parse_range(args, time.time())
         options = SimulateOptions(
@@ -74,22 +88,19 @@ def run_simulate(args: argparse.Namespace) -> int:
             metrics=args.metrics,
         )
     except ValueError as exc:
-        print(f"guardian simulate: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error(_PROG, exc)
     try:
         settings = load_settings(args.config, os.environ)
     except ConfigError as exc:
-        print(f"guardian simulate: invalid configuration:\n{exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error(_PROG, f"invalid configuration:\n{exc}")
     querier = PrometheusQuerier(prometheus_access(settings))
     progress = make_progress(args.progress, "simulate")
     try:
         result = Simulation(settings, options, Clients(querier), progress=progress).run()
     except (ConfigError, KubeAccessError) as exc:
-        print(f"guardian simulate: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error(_PROG, exc)
     except (ChunkFailedError, GuardianError) as exc:
-        print(f"guardian simulate: {exc}", file=sys.stderr)
+        print(f"{_PROG}: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     finally:
         querier.close()

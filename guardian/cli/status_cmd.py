@@ -7,20 +7,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from typing import Any
 
 from guardian.adapters.status_api import fetch_status
 from guardian.app.remediation.status import StatusReport
 from guardian.app.remediation.status_cluster import StatusRequest, run_status
-from guardian.cli._common import (
-    EXIT_FAILURE,
-    EXIT_OK,
-    SubParsers,
-    add_kube_options,
-    add_state_options,
-    failure,
-)
+from guardian.cli._common import EXIT_OK, SubParsers, add_kube_options, add_state_options, failure
 from guardian_common.errors import ConfigError, GuardianError
 
 
@@ -66,8 +58,7 @@ def _remote(url: str, as_json: bool) -> int:
     try:
         data = fetch_status(url)
     except GuardianError as exc:
-        print(f"guardian status: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
+        return failure("guardian status", exc)
 
     def items(key: str) -> list[dict[str, Any]]:
         return list(data.get(key) or [])

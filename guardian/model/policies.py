@@ -8,6 +8,7 @@ is in :mod:`guardian.model.policies_load`. Everything defaults to the safe side:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Literal
 
@@ -151,6 +152,13 @@ class SelectorRequirement(StrictModel):
         return labels.get(self.key) not in self.values
 
 
+def _check_all(pattern: re.Pattern[str], values: Iterable[str], what: str) -> None:
+    """ValueError for the first of ``values`` that ``pattern`` does not match."""
+    for value in values:
+        if not pattern.match(value):
+            raise ValueError(f"invalid {what} {value!r}")
+
+
 class LabelSelector(StrictModel):
     """A Kubernetes label selector; empty matches everything."""
 
@@ -164,9 +172,7 @@ class LabelSelector(StrictModel):
     @field_validator("match_labels")
     @classmethod
     def _keys(cls, labels: dict[str, str]) -> dict[str, str]:
-        for key in labels:
-            if not _LABEL_KEY.match(key):
-                raise ValueError(f"invalid label key {key!r}")
+        _check_all(_LABEL_KEY, labels, "label key")
         return labels
 
     @property
@@ -245,9 +251,7 @@ class Scope(StrictModel):
     @field_validator("namespaces")
     @classmethod
     def _names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
-        for name in names:
-            if not _NAME.match(name):
-                raise ValueError(f"invalid namespace name {name!r}")
+        _check_all(_NAME, names, "namespace name")
         return names
 
     @property

@@ -11,10 +11,9 @@ whatever the new leader wrote first.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
 
-from guardian.adapters.kube.rest import KubeRest, Obj
+from guardian.adapters.kube.rest import KubeRest
 from guardian_common.errors import PermanentError
 
 Fence = Callable[[], None]  # raises NotLeader
@@ -32,15 +31,6 @@ class FencedRest(KubeRest):
         super().__init__(rest.api_client, timeout=rest.timeout)
         self.fence = fence
 
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any = None,
-        content_type: str = "application/json",
-        query: Sequence[tuple[str, str]] = (),
-    ) -> Obj:
+    def before_request(self, method: str) -> None:
         if method.upper() != "GET":
             self.fence()
-        return super().request(method, path, body=body, content_type=content_type, query=query)

@@ -1,9 +1,10 @@
 """A list + watch cache of one resource, through the `kubernetes` client, in a thread.
 
-The same loop as the exporter's pod watcher: list, then watch from the list's version;
-re-list when the watch expires (410 Gone) or fails, with a capped backoff. Every call
-carries a timeout. Readers take :meth:`Informer.snapshot` from any thread: the objects
-by (namespace, name), whether the first list has succeeded, and the last error.
+The same loop as the exporter's pod watcher (guardian_common.kube_watch): list, then
+watch from the list's version; re-list when the watch expires (410 Gone) or fails, with
+a capped backoff. Every call carries a timeout. Readers take :meth:`Informer.snapshot`
+from any thread: the objects by (namespace, name), whether the first list has
+succeeded, and the last error.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from typing import Any
 
 from kubernetes import client, watch
 
+from guardian_common.kube_watch import apply_events, list_then_watch, list_version, watch_arguments
+
 logger = logging.getLogger(__name__)
 
-HTTP_GONE = 410
 Obj = dict[str, Any]
 Key = tuple[str, str]
 
@@ -79,7 +81,7 @@ class Informer:
         body = json.loads(response.data)
         self._objects = {_key(item): item for item in body.get("items") or []}
         self._publish()
-        return str((body.get("metadata") or {}).get("resourceVersion", ""))
+        return list_version(body)
 
     def watch_once(self, version: str) -> str:
         """Apply events until the server ends the stream; returns the last version.
@@ -88,56 +90,32 @@ class Informer:
         stream = self._watch.stream(
             self._lister,
             **self._kwargs,
-            resource_version=version,
-            allow_watch_bookmarks=True,
-            timeout_seconds=self._watch_timeout,
-            _request_timeout=(self._request_timeout, self._watch_timeout + self._request_timeout),
+            **watch_arguments(
+                version, request_timeout=self._request_timeout, watch_timeout=self._watch_timeout
+            ),
         )
-        for event in stream:
-            obj = event.get("raw_object") or {}
-            seen = (obj.get("metadata") or {}).get("resourceVersion")
-            if seen:
-                version = str(seen)
-            kind = event.get("type")
-            if kind == "DELETED":
-                self._objects.pop(_key(obj), None)
-            elif kind in ("ADDED", "MODIFIED"):
-                self._objects[_key(obj)] = obj
-            else:
-                continue
-            self._publish()
-        return version
+        return apply_events(stream, version, self._apply)
+
+    def _apply(self, kind: str, obj: Obj) -> None:
+        if kind == "DELETED":
+            self._objects.pop(_key(obj), None)
+        else:
+            self._objects[_key(obj)] = obj
+        self._publish()
 
     def run(self) -> None:
         """List, then watch, until :meth:`stop`. Never raises."""
-        failures = 0
-        version = ""
-        while not self._stop.is_set():
-            try:
-                if not version:
-                    version = self.relist()
-                version = self.watch_once(version)
-                failures = 0
-            except client.ApiException as exc:
-                if exc.status == HTTP_GONE:
-                    version = ""  # expired: list again at once
-                    continue
-                failures += 1
-                version = ""
-                self._failed(f"HTTP {exc.status} {exc.reason}", failures)
-            except Exception as exc:  # the loop edge: keep the last state, retry
-                failures += 1
-                version = ""
-                self._failed(f"{type(exc).__name__}: {exc}", failures)
+        list_then_watch(self._stop, self.relist, self.watch_once, self._failed, self._retry_delay)
 
-    def _failed(self, why: str, failures: int) -> None:
-        if self._stop.is_set():
-            return  # stopping: the connection was cut on purpose
+    def _failed(self, exc: Exception, failures: int) -> None:
+        if isinstance(exc, client.ApiException):
+            why = f"HTTP {exc.status} {exc.reason}"
+        else:
+            why = f"{type(exc).__name__}: {exc}"
         # Once per streak of failures (a kind the cluster does not serve fails forever).
         log = logger.warning if failures == 1 else logger.debug
         log("%s: list/watch failed (%s); retrying", self.name, why)
         self._publish(synced=self._cache.synced, error=why)
-        self._stop.wait(self._retry_delay(failures))
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self.run, name=f"informer-{self.name}", daemon=True)

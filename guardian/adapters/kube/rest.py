@@ -120,6 +120,7 @@ class KubeRest:
         content_type: str = "application/json",
         query: Sequence[tuple[str, str]] = (),
     ) -> Obj:
+        self.before_request(method)
         headers = {"Accept": "application/json", "Content-Type": content_type}
         client = self.api_client
         try:
@@ -145,6 +146,9 @@ class KubeRest:
             return {}
         result: Obj = json.loads(response.data)
         return result
+
+    def before_request(self, method: str) -> None:
+        """Called before every request; a subclass may refuse it by raising."""
 
     def get(self, path: str, query: Sequence[tuple[str, str]] = ()) -> Obj:
         return self.request("GET", path, query=query)

@@ -19,7 +19,7 @@ from guardian.adapters.slack.socket_intake import SocketModeListener
 from guardian.adapters.slack.transport import WebApiTransport
 from guardian.app.notify.click_intake import ClickService
 from guardian.app.notify.click_wiring import ClickWiring
-from guardian.app.notify.secrets import read_secret
+from guardian.app.notify.secrets import bot_token, read_secret
 from guardian.app.notify.service import SlackNotifier
 from guardian.app.remediation.build import RemediationParts
 from guardian.app.settings.slack import SlackSettings
@@ -92,14 +92,7 @@ def build_interactivity(
     """Raises ConfigError (one line) when a token or secret is missing."""
     if settings.mode != "bot":
         raise ConfigError("buttons need mode: bot (webhooks cannot be updated)", field="slack.mode")
-    token = read_secret(
-        env=env,
-        env_name=settings.token_env,
-        file=settings.token_file,
-        what="Slack bot token",
-        field="slack.token_file",
-    )
-    people = WebApiTransport(token, base_url=settings.api_url)
+    people = WebApiTransport(bot_token(settings, env), base_url=settings.api_url)
     loop = remediation.loop
 
     def rules() -> ButtonRules:  # read at each intake: a reload applies at once

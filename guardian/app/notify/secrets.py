@@ -41,6 +41,17 @@ def read_secret(
     return Secret(value)
 
 
+def bot_token(settings: SlackSettings, env: Mapping[str, str]) -> Secret:
+    """The bot token: the notifier and the buttons' listener both post with it."""
+    return read_secret(
+        env=env,
+        env_name=settings.token_env,
+        file=settings.token_file,
+        what="Slack bot token",
+        field="slack.token_file",
+    )
+
+
 def build_transport(settings: SlackSettings, env: Mapping[str, str]) -> Transport:
     """The Web API (bot token) or incoming-webhook transport the settings ask for."""
     d = settings.delivery
@@ -55,15 +66,8 @@ def build_transport(settings: SlackSettings, env: Mapping[str, str]) -> Transpor
         return WebhookTransport(
             url, timeout=d.request_timeout, rate_limit_retries=d.rate_limit_retries
         )
-    token = read_secret(
-        env=env,
-        env_name=settings.token_env,
-        file=settings.token_file,
-        what="Slack bot token",
-        field="slack.token_file",
-    )
     return WebApiTransport(
-        token,
+        bot_token(settings, env),
         base_url=settings.api_url,
         timeout=d.request_timeout,
         rate_limit_retries=d.rate_limit_retries,

@@ -19,7 +19,7 @@ alerts, as a plain config (``amtool check-config`` accepts it) or as a prometheu
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,12 +145,13 @@ def _plain_receivers(
     ]
 
 
-def _plain_route(node: RouteNode) -> dict[str, Any]:
+def _route(node: RouteNode, render: Callable[[Matcher], Any]) -> dict[str, Any]:
+    """The route tree from ``node``; matchers written by ``render`` (text or resource)."""
     out: dict[str, Any] = {"receiver": node.receiver}
     if node.matchers:
-        out["matchers"] = [m.text() for m in node.matchers]
+        out["matchers"] = [render(m) for m in node.matchers]
     if node.routes:
-        out["routes"] = [_plain_route(child) for child in node.routes]
+        out["routes"] = [_route(child, render) for child in node.routes]
     return out
 
 
@@ -160,29 +161,26 @@ def alertmanager_config(rules: Iterable[AlertingRule], options: AmConfigOptions)
     rules = list(rules)
     root = routes(rules, options)
     route = {"receiver": root.receiver, "group_by": list(options.group_by)}
-    route.update(_plain_route(root))
-    inhibit = []
-    for rule in inhibitions():
-        item: dict[str, Any] = {
-            "source_matchers": [m.text() for m in rule.source],
-            "target_matchers": [m.text() for m in rule.target],
-        }
-        if rule.equal:
-            item["equal"] = list(rule.equal)
-        inhibit.append(item)
+    route.update(_route(root, Matcher.text))
     return {
         "route": route,
         "receivers": _plain_receivers(root, rules, options.receivers),
-        "inhibit_rules": inhibit,
+        "inhibit_rules": _inhibit_rules("source_matchers", "target_matchers", Matcher.text),
     }
 
 
-def _resource_route(node: RouteNode) -> dict[str, Any]:
-    out: dict[str, Any] = {"receiver": node.receiver}
-    if node.matchers:
-        out["matchers"] = [m.resource() for m in node.matchers]
-    if node.routes:
-        out["routes"] = [_resource_route(child) for child in node.routes]
+def _inhibit_rules(source_key: str, target_key: str, render: Callable[[Matcher], Any]) -> list[Any]:
+    """``inhibitions()`` written out: the plain config and the resource differ only in
+    their keys and in how they write a matcher."""
+    out = []
+    for rule in inhibitions():
+        item: dict[str, Any] = {
+            source_key: [render(m) for m in rule.source],
+            target_key: [render(m) for m in rule.target],
+        }
+        if rule.equal:
+            item["equal"] = list(rule.equal)
+        out.append(item)
     return out
 
 
@@ -207,21 +205,13 @@ def alertmanager_config_resource(
         )
     root = routes(rules, options)
     route = {"receiver": root.receiver, "groupBy": list(options.group_by)}
-    route.update(_resource_route(root))
+    route.update(_route(root, Matcher.resource))
     metadata: dict[str, Any] = {"name": name}
     if namespace:
         metadata["namespace"] = namespace
     if labels:
         metadata["labels"] = dict(labels)
-    inhibit = []
-    for rule in inhibitions():
-        item: dict[str, Any] = {
-            "sourceMatch": [m.resource() for m in rule.source],
-            "targetMatch": [m.resource() for m in rule.target],
-        }
-        if rule.equal:
-            item["equal"] = list(rule.equal)
-        inhibit.append(item)
+    inhibit = _inhibit_rules("sourceMatch", "targetMatch", Matcher.resource)
     return {
         "apiVersion": "monitoring.coreos.com/v1alpha1",
         "kind": "AlertmanagerConfig",

@@ -7,7 +7,9 @@ Go writes into the output. Values of Go types without a Python stand-in print th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from guardian.engine.golang.reflect import Stringer, Struct, is_nil, type_name
 from guardian.engine.golang.strconv import can_backquote, format_float, go_quote
@@ -124,6 +126,15 @@ def _fmt_str(text: str, verb: str, spec: Spec) -> str:
     return _pad(prefix + "".join(hexes), spec)
 
 
+# After bool (a bool is also an int): each type, the verbs it takes, how it prints. Go's
+# %b for floats (a binary exponent) is not supported: a bad verb here.
+_SCALARS: tuple[tuple[type, str, Callable[[Any, str, Spec], str]], ...] = (
+    (int, "vdbboOxXcqU", _fmt_int),
+    (float, "vgGxXfFeE", _fmt_float),
+    (str, "vsqxX", _fmt_str),
+)
+
+
 def format_value(value: object, verb: str, spec: Spec, depth: int) -> str:
     """Format one operand as ``fmt`` would for ``verb``."""
     if verb == "T":
@@ -134,18 +145,9 @@ def format_value(value: object, verb: str, spec: Spec, depth: int) -> str:
         if verb in "tv":
             return _pad("true" if value else "false", spec)
         return _bad_verb(verb, value)
-    if isinstance(value, int):
-        if verb in "vdbboOxXcqU":
-            return _fmt_int(value, verb, spec)
-        return _bad_verb(verb, value)
-    if isinstance(value, float):
-        if verb in "vbgGxXfFeE" and verb != "b":
-            return _fmt_float(value, verb, spec)
-        return _bad_verb(verb, value)
-    if isinstance(value, str):
-        if verb in "vsqxX":
-            return _fmt_str(value, verb, spec)
-        return _bad_verb(verb, value)
+    for python_type, verbs, fmt_scalar in _SCALARS:
+        if isinstance(value, python_type):
+            return fmt_scalar(value, verb, spec) if verb in verbs else _bad_verb(verb, value)
     if isinstance(value, complex):
         if verb in "vgGxXfFeE":
             imag_spec = Spec(plus=True, prec=spec.prec, sharp=spec.sharp)

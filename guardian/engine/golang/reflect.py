@@ -53,27 +53,37 @@ class Struct(GoValue):
         """The field values in declaration order."""
 
 
+# The Python stand-ins: (type, Go type name, text/template's kind or None), in the order
+# they are tried (a bool is also an int).
+_STAND_INS: tuple[tuple[type, str, str | None], ...] = (
+    (bool, "bool", "bool"),
+    (int, "int", "int"),
+    (float, "float64", "float"),
+    (complex, "complex128", "complex"),
+    (str, "string", "string"),
+    (dict, "map[string]string", None),
+    (list, "[]interface {}", None),
+)
+
+
 def type_name(value: object) -> str:
     """The Go type name of ``value``, as ``%T`` and Go's error messages write it."""
     if value is None:
         return "<nil>"
     if isinstance(value, GoValue):
         return value.go_type()
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "float64"
-    if isinstance(value, complex):
-        return "complex128"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, dict):
-        return "map[string]string"
-    if isinstance(value, list):
-        return "[]interface {}"
+    for python_type, go_name, _ in _STAND_INS:
+        if isinstance(value, python_type):
+            return go_name
     return type(value).__name__
+
+
+def basic_kind(value: object) -> str | None:
+    """The kind ``text/template`` compares ``value`` as (``basicKind``), or None."""
+    for python_type, _, kind in _STAND_INS:
+        if isinstance(value, python_type):
+            return kind
+    return None
 
 
 def is_nil(value: object) -> bool:

@@ -96,6 +96,13 @@ class Parser:
     def fail(self, pos: int, message: str) -> NoReturn:
         raise PromQLError(self.text, pos, message)
 
+    def separator(self, close: T, context: str, expected: str) -> None:
+        """After an item of a list: its comma (taken), or the token that closes the list."""
+        if self.peek().typ is T.COMMA:
+            self.advance()
+        elif self.peek().typ is not close:
+            self.unexpected(context, expected)
+
     def unexpected(self, context: str = "", expected: str = "") -> NoReturn:
         token = self.peek()
         if token.typ is T.ERROR:
@@ -162,10 +169,7 @@ class Parser:
             if token.typ not in _LABEL_WORDS or not _LABEL_NAME.fullmatch(token.val):
                 self.unexpected("grouping opts", "label")
             labels.append(self.advance().val)
-            if self.peek().typ is T.COMMA:
-                self.advance()
-            elif self.peek().typ is not T.RIGHT_PAREN:
-                self.unexpected("grouping opts", '"," or ")"')
+            self.separator(T.RIGHT_PAREN, "grouping opts", '"," or ")"')
         self.advance()
         return labels
 
@@ -245,10 +249,7 @@ class Parser:
                 if error is not None:
                     self.fail(name.pos, error)
             out.append(matcher)
-            if self.peek().typ is T.COMMA:
-                self.advance()
-            elif self.peek().typ is not T.RIGHT_BRACE:
-                self.unexpected("label matching", '"," or "}"')
+            self.separator(T.RIGHT_BRACE, "label matching", '"," or "}"')
         self.advance()
         return out
 

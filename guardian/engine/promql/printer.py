@@ -11,21 +11,7 @@ Prometheus would.
 from __future__ import annotations
 
 from guardian.engine.golang.strconv import format_go_value, go_quote
-from guardian.engine.promql.ast import (
-    AGGREGATORS_WITH_PARAM,
-    AggregateExpr,
-    BinaryExpr,
-    Card,
-    Expr,
-    MatchType,
-    MatrixSelector,
-    NumberLiteral,
-    ParenExpr,
-    StringLiteral,
-    SubqueryExpr,
-    UnaryExpr,
-    VectorSelector,
-)
+from guardian.engine.promql import ast
 from guardian.engine.promql.tokens import T
 
 _MS = {"y": 365 * 86_400_000, "w": 7 * 86_400_000, "d": 86_400_000, "h": 3_600_000}
@@ -64,11 +50,11 @@ def _at(timestamp_ms: int | None, start_or_end: T | None) -> str:
     return ""
 
 
-def _selector(node: VectorSelector, *, modifiers: bool = True) -> str:
+def _selector(node: ast.VectorSelector, *, modifiers: bool = True) -> str:
     rendered = sorted(
         f"{m.name}{m.type.value}{go_quote(m.value)}"
         for m in node.matchers
-        if not (m.name == "__name__" and m.type is MatchType.EQUAL and m.value == node.name)
+        if not (m.name == "__name__" and m.type is ast.MatchType.EQUAL and m.value == node.name)
     )
     suffix = (
         _at(node.timestamp_ms, node.start_or_end) + _offset(node.offset_ms) if modifiers else ""
@@ -78,53 +64,53 @@ def _selector(node: VectorSelector, *, modifiers: bool = True) -> str:
     return f"{node.name}{{{','.join(rendered)}}}{suffix}"
 
 
-def _matching(node: BinaryExpr) -> str:
+def _matching(node: ast.BinaryExpr) -> str:
     vm = node.matching
     if vm is None or not (vm.matching_labels or vm.on):
         return ""
     out = f" {'on' if vm.on else 'ignoring'} ({', '.join(vm.matching_labels)})"
-    if vm.card in (Card.MANY_TO_ONE, Card.ONE_TO_MANY):
-        side = "left" if vm.card is Card.MANY_TO_ONE else "right"
+    if vm.card in (ast.Card.MANY_TO_ONE, ast.Card.ONE_TO_MANY):
+        side = "left" if vm.card is ast.Card.MANY_TO_ONE else "right"
         out += f" group_{side} ({', '.join(vm.include)})"
     return out
 
 
-def _aggregate(node: AggregateExpr) -> str:
+def _aggregate(node: ast.AggregateExpr) -> str:
     out = node.op.value
     if node.without:
         out += f" without ({', '.join(node.grouping)}) "
     elif node.grouping:
         out += f" by ({', '.join(node.grouping)}) "
     out += "("
-    if node.op in AGGREGATORS_WITH_PARAM and node.param is not None:
+    if node.op in ast.AGGREGATORS_WITH_PARAM and node.param is not None:
         out += f"{to_string(node.param)}, "
     return f"{out}{to_string(node.expr)})"
 
 
-def to_string(node: Expr) -> str:
+def to_string(node: ast.Expr) -> str:
     """The text Prometheus 2.42 prints for ``node``."""
-    if isinstance(node, VectorSelector):
+    if isinstance(node, ast.VectorSelector):
         return _selector(node)
-    if isinstance(node, MatrixSelector):
+    if isinstance(node, ast.MatrixSelector):
         vs = node.selector
         at, offset = _at(vs.timestamp_ms, vs.start_or_end), _offset(vs.offset_ms)
         return f"{_selector(vs, modifiers=False)}[{format_duration(node.range_ms)}]{at}{offset}"
-    if isinstance(node, SubqueryExpr):
+    if isinstance(node, ast.SubqueryExpr):
         step = format_duration(node.step_ms) if node.step_ms else ""
         at, offset = _at(node.timestamp_ms, node.start_or_end), _offset(node.offset_ms)
         return f"{to_string(node.expr)}[{format_duration(node.range_ms)}:{step}]{at}{offset}"
-    if isinstance(node, NumberLiteral):
+    if isinstance(node, ast.NumberLiteral):
         return format_go_value(node.val)
-    if isinstance(node, StringLiteral):
+    if isinstance(node, ast.StringLiteral):
         return go_quote(node.val)
-    if isinstance(node, ParenExpr):
+    if isinstance(node, ast.ParenExpr):
         return f"({to_string(node.expr)})"
-    if isinstance(node, UnaryExpr):
+    if isinstance(node, ast.UnaryExpr):
         return f"{node.op.value}{to_string(node.expr)}"
-    if isinstance(node, BinaryExpr):
+    if isinstance(node, ast.BinaryExpr):
         bool_text = " bool" if node.return_bool else ""
         lhs, rhs = to_string(node.lhs), to_string(node.rhs)
         return f"{lhs} {node.op.value}{bool_text}{_matching(node)} {rhs}"
-    if isinstance(node, AggregateExpr):
+    if isinstance(node, ast.AggregateExpr):
         return _aggregate(node)
     return f"{node.func.name}({', '.join(to_string(a) for a in node.args)})"

@@ -23,25 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from guardian.engine.promql import PromQLError, parse_expr
-from guardian.engine.promql.ast import (
-    AggregateExpr,
-    BinaryExpr,
-    Call,
-    Expr,
-    Matcher,
-    MatchType,
-    MatrixSelector,
-    NumberLiteral,
-    ParenExpr,
-    StringLiteral,
-    SubqueryExpr,
-    UnaryExpr,
-    ValueType,
-    VectorSelector,
-    value_type,
-    walk,
-)
+from guardian.engine.promql import PromQLError, ast, parse_expr
 from guardian.engine.promql.printer import to_string
 from guardian.engine.promql.tokens import T
 
@@ -161,15 +143,15 @@ class _Unsplittable(Exception):
     pass
 
 
-def _string(node: Expr) -> str:
-    while isinstance(node, ParenExpr):
+def _string(node: ast.Expr) -> str:
+    while isinstance(node, ast.ParenExpr):
         node = node.expr
-    if not isinstance(node, StringLiteral):
+    if not isinstance(node, ast.StringLiteral):
         raise _Unsplittable("a label name that is not a literal")
     return node.val
 
 
-def _call(node: Call) -> _Keep:
+def _call(node: ast.Call) -> _Keep:
     name = node.func.name
     if name not in _PER_SERIES and name != "histogram_quantile":
         raise _Unsplittable(name)
@@ -185,7 +167,7 @@ def _call(node: Call) -> _Keep:
     return keep
 
 
-def _aggregate(node: AggregateExpr) -> _Keep:
+def _aggregate(node: ast.AggregateExpr) -> _Keep:
     keep = _labels(node.expr)
     if node.param is not None:
         keep = keep.meet(_labels(node.param))
@@ -196,7 +178,7 @@ def _aggregate(node: AggregateExpr) -> _Keep:
     return keep.meet(_Keep(frozenset(node.grouping)))
 
 
-def _binary(node: BinaryExpr) -> _Keep:
+def _binary(node: ast.BinaryExpr) -> _Keep:
     keep = _labels(node.lhs).meet(_labels(node.rhs))
     vm = node.matching
     if vm is None:
@@ -208,22 +190,24 @@ def _binary(node: BinaryExpr) -> _Keep:
     return keep.drop(vm.include)
 
 
-def _labels(node: Expr) -> _Keep:
+def _labels(node: ast.Expr) -> _Keep:
     """The labels ``node`` can be split on; raises _Unsplittable."""
-    if isinstance(node, (VectorSelector, MatrixSelector, NumberLiteral, StringLiteral)):
+    if isinstance(
+        node, (ast.VectorSelector, ast.MatrixSelector, ast.NumberLiteral, ast.StringLiteral)
+    ):
         return _ANY
-    if isinstance(node, (SubqueryExpr, ParenExpr, UnaryExpr)):
+    if isinstance(node, (ast.SubqueryExpr, ast.ParenExpr, ast.UnaryExpr)):
         return _labels(node.expr)
-    if isinstance(node, Call):
+    if isinstance(node, ast.Call):
         return _call(node)
-    if isinstance(node, AggregateExpr):
+    if isinstance(node, ast.AggregateExpr):
         return _aggregate(node)
     return _binary(node)
 
 
-def split_label(expr: Expr, preferred: Sequence[str]) -> str | None:
+def split_label(expr: ast.Expr, preferred: Sequence[str]) -> str | None:
     """The first of ``preferred`` that ``expr`` can be split on, or None."""
-    if value_type(expr) is not ValueType.VECTOR:
+    if ast.value_type(expr) is not ast.ValueType.VECTOR:
         return None
     try:
         keep = _labels(expr)
@@ -290,10 +274,10 @@ def pivots(values: Sequence[str], shards: int) -> list[str]:
     return cuts
 
 
-def _with_matchers(expr: Expr, extra: list[Matcher]) -> str:
+def _with_matchers(expr: ast.Expr, extra: list[ast.Matcher]) -> str:
     copied = copy.deepcopy(expr)
-    for node in walk(copied):
-        if isinstance(node, VectorSelector):
+    for node in ast.walk(copied):
+        if isinstance(node, ast.VectorSelector):
             node.matchers.extend(copy.deepcopy(extra))
     return to_string(copied)
 
@@ -305,8 +289,8 @@ def shard_queries(text: str, label: str, cuts: tuple[str, ...]) -> tuple[str, ..
     bounds = [below(cut) for cut in cuts]
     queries: list[str] = []
     for i in range(len(bounds) + 1):
-        extra = [Matcher(MatchType.NOT_REGEX, label, bound) for bound in bounds[:i]]
+        extra = [ast.Matcher(ast.MatchType.NOT_REGEX, label, bound) for bound in bounds[:i]]
         if i < len(bounds):
-            extra.append(Matcher(MatchType.REGEX, label, bounds[i]))
+            extra.append(ast.Matcher(ast.MatchType.REGEX, label, bounds[i]))
         queries.append(_with_matchers(expr, extra))
     return tuple(queries)

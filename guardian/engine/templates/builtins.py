@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from guardian.engine.golang.fmt import sprint, sprintf, sprintln
-from guardian.engine.golang.reflect import type_name
+from guardian.engine.golang.reflect import basic_kind, type_name
 from guardian.engine.templates.errors import FuncError
 from guardian.engine.templates.signature import Func
 from guardian.engine.templates.values import (
@@ -21,20 +21,6 @@ def _indirect_interface(value: object) -> object:
     return MISSING if value is None else value
 
 
-def _basic_kind(value: object) -> str | None:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "float"
-    if isinstance(value, complex):
-        return "complex"
-    if isinstance(value, str):
-        return "string"
-    return None
-
-
 def _comparable(value: object) -> bool:
     return not isinstance(value, dict | list) and value is not MISSING
 
@@ -45,10 +31,10 @@ def eq(arg1: object, *args: object) -> bool:
         raise FuncError(f"non-comparable type {sprint(a1)}: {type_name(a1)}")
     if not args:
         raise FuncError("missing argument for comparison")
-    k1 = _basic_kind(a1)
+    k1 = basic_kind(a1)
     for arg in args:
         a = _indirect_interface(arg)
-        k2 = _basic_kind(a)
+        k2 = basic_kind(a)
         if k1 != k2:
             if a1 is not MISSING and a is not MISSING:
                 raise FuncError(_INCOMPATIBLE)
@@ -70,7 +56,7 @@ def ne(arg1: object, arg2: object) -> bool:
 
 def lt(arg1: object, arg2: object) -> bool:
     a1, a2 = _indirect_interface(arg1), _indirect_interface(arg2)
-    k1, k2 = _basic_kind(a1), _basic_kind(a2)
+    k1, k2 = basic_kind(a1), basic_kind(a2)
     if k1 is None or k2 is None:
         raise FuncError(_BAD_TYPE)
     if k1 != k2:

@@ -43,18 +43,20 @@ def _g4(v: float) -> str:
     return sprintf("%.4g", v)
 
 
-def humanize(value: object) -> str:
-    v = _to_float(value)
-    if v == 0 or math.isnan(v) or math.isinf(v):
-        return _g4(v)
+def _scaled_up(v: float, base: int, prefixes: tuple[str, ...]) -> str:
+    """``v`` divided by ``base`` while it is that large, with the prefix it got to."""
     prefix = ""
-    if abs(v) >= 1:
-        for p in ("k", "M", "G", "T", "P", "E", "Z", "Y"):
-            if abs(v) < 1000:
-                break
-            prefix = p
-            v /= 1000
-        return _g4(v) + prefix
+    for p in prefixes:
+        if abs(v) < base:
+            break
+        prefix = p
+        v /= base
+    return _g4(v) + prefix
+
+
+def _scaled_down(v: float) -> str:
+    """``v`` times 1000 while it is under 1, with the prefix it got to."""
+    prefix = ""
     for p in ("m", "u", "n", "p", "f", "a", "z", "y"):
         if abs(v) >= 1:
             break
@@ -63,17 +65,20 @@ def humanize(value: object) -> str:
     return _g4(v) + prefix
 
 
+def humanize(value: object) -> str:
+    v = _to_float(value)
+    if v == 0 or math.isnan(v) or math.isinf(v):
+        return _g4(v)
+    if abs(v) >= 1:
+        return _scaled_up(v, 1000, ("k", "M", "G", "T", "P", "E", "Z", "Y"))
+    return _scaled_down(v)
+
+
 def humanize1024(value: object) -> str:
     v = _to_float(value)
     if abs(v) <= 1 or math.isnan(v) or math.isinf(v):
         return _g4(v)
-    prefix = ""
-    for p in ("ki", "Mi", "Gi", "Ti", "Pi", "Ei", "Zi", "Yi"):
-        if abs(v) < 1024:
-            break
-        prefix = p
-        v /= 1024
-    return _g4(v) + prefix
+    return _scaled_up(v, 1024, ("ki", "Mi", "Gi", "Ti", "Pi", "Ei", "Zi", "Yi"))
 
 
 def humanize_duration(value: object) -> str:
@@ -98,13 +103,7 @@ def humanize_duration(value: object) -> str:
         if minutes:
             return f"{sign}{minutes}m {seconds}s"
         return f"{sign}{_g4(v)}s"
-    prefix = ""
-    for p in ("m", "u", "n", "p", "f", "a", "z", "y"):
-        if abs(v) >= 1:
-            break
-        prefix = p
-        v *= 1000
-    return f"{_g4(v)}{prefix}s"
+    return _scaled_down(v) + "s"
 
 
 def _go_int64(v: float) -> int:
