@@ -46,6 +46,48 @@ _GPU_GAUGES: tuple[tuple[str, str, Callable[[GpuSeries], float | None]], ...] = 
         "Processes on the GPU that are in no pod.",
         lambda g: g.unattributed_processes,
     ),
+    (
+        "guardian_gpu_last_active_timestamp_seconds",
+        (
+            "Newest time the GPU's utilization (driver samples, else the reading at collection; "
+            "or a process's SM use) was above --activity-floor. Absent until seen; lost when the "
+            "exporter restarts, NVML goes down or the device disappears. Absent on MIG devices."
+        ),
+        lambda g: g.last_active_timestamp_seconds,
+    ),
+    (
+        "guardian_gpu_observed_since_timestamp_seconds",
+        (
+            "Since when the exporter has read the GPU without a gap (no failed reading, readings "
+            "at most 3 intervals apart). Restarts with the exporter and after an NVML outage."
+        ),
+        lambda g: g.observed_since_timestamp_seconds,
+    ),
+)
+# (name, help, value getter, the snapshot's window label); absent until the window was
+# observed without a gap, so a restart never reads as a low peak.
+_GPU_PEAKS: tuple[
+    tuple[str, str, Callable[[GpuSeries], float | None], Callable[[Snapshot], str]], ...
+] = (
+    (
+        "guardian_gpu_memory_used_peak_bytes",
+        (
+            "Peak GPU memory used over the trailing window (at collection resolution). Absent "
+            "until the exporter has read it for the whole window without a gap."
+        ),
+        lambda g: g.memory_used_peak_bytes,
+        lambda s: s.memory_peak_window,
+    ),
+    (
+        "guardian_gpu_utilization_peak_ratio",
+        (
+            "Peak GPU utilization (0-1) over the trailing window, from the driver's samples. "
+            "Absent until the exporter has read it for the whole window without a gap, "
+            "and on MIG devices."
+        ),
+        lambda g: g.utilization_peak_ratio,
+        lambda s: s.activity_peak_window,
+    ),
 )
 _GPU_COUNTERS: tuple[tuple[str, str, Callable[[GpuSeries], float | None]], ...] = (
     (
@@ -73,8 +115,19 @@ _POD_GAUGES: tuple[tuple[str, str, Callable[[PodGpuSeries], float | None]], ...]
     ("guardian_pod_gpu_processes", "The container's processes on the GPU.", lambda p: p.processes),
     (
         "guardian_pod_gpu_last_active_timestamp_seconds",
-        "Last time any of the container's processes had non-zero SM use.",
+        (
+            "Last time any of the container's processes had non-zero SM use (any use, not "
+            "--activity-floor). Absent until seen, on MIG, and after an exporter restart."
+        ),
         lambda p: p.last_active_timestamp_seconds,
+    ),
+    (
+        "guardian_pod_gpu_observed_since_timestamp_seconds",
+        (
+            "Since when the exporter has seen the container's processes on the GPU without a gap; "
+            "restarts when none was seen, a reading failed, or the exporter restarted."
+        ),
+        lambda p: p.observed_since_timestamp_seconds,
     ),
     (
         "guardian_pod_vgpu_memory_allocated_bytes",
@@ -124,6 +177,14 @@ class SnapshotCollector(Collector):
                 if value is not None:
                     counter.add_metric(key, value)
             yield counter
+        for name, doc, get, window in _GPU_PEAKS:
+            peak = GaugeMetricFamily(name, doc, labels=[*base, *GPU_LABELS, "window"])
+            label = window(snap)
+            for key, g in zip(gpu_keys, snap.gpus, strict=True):
+                value = get(g)
+                if value is not None:
+                    peak.add_metric([*key, label], value)
+            yield peak
         yield from _pods(snap, base, values)
         if snap.enrichment is not None:
             yield from _kubernetes(snap.enrichment, base, values)

@@ -24,6 +24,7 @@ from exporter.app.kube_enrich import KubeEnricher
 from exporter.app.metrics import RenderTimer
 from exporter.app.server import REQUEST_TIMEOUT_S, ExporterApp, HttpServer, connection_limit
 from exporter.app.settings import ExporterSettings
+from exporter.engine.observation import ObservationSetup
 from exporter.engine.snapshot_builder import SnapshotSetup
 from exporter.engine.vgpu import VgpuRatios
 from exporter.model.errors import ConfigError
@@ -41,6 +42,16 @@ SourcesFactory = Callable[[ExporterSettings], NodeSources]
 def nvml_sources(settings: ExporterSettings) -> NodeSources:
     """The node's own driver and /proc (the only sources the product ships)."""
     return NodeSources(NvmlBackend(), ProcReader(settings.proc_root or Path("/proc")))
+
+
+def observation_setup(settings: ExporterSettings) -> ObservationSetup:
+    # Readings further apart than 3 intervals are a gap: one slow or missed cycle is not.
+    return ObservationSetup(
+        activity_floor=settings.activity_floor,
+        gap_seconds=3 * settings.interval,
+        memory_peak_window=settings.memory_peak_window,
+        activity_peak_window=settings.activity_peak_window,
+    )
 
 
 class Exporter:
@@ -66,7 +77,12 @@ class Exporter:
         self.collection = CollectionLoop(
             node,
             self.store,
-            SnapshotSetup(settings.node_name, ratios, cluster=settings.cluster_name),
+            SnapshotSetup(
+                settings.node_name,
+                ratios,
+                cluster=settings.cluster_name,
+                observation=observation_setup(settings),
+            ),
             CollectionTiming(settings.interval, settings.timeout, settings.nvml_backoff_max),
             render_timer=timer,
             enricher=self.enricher,

@@ -51,6 +51,9 @@ SOURCES: dict[str, tuple[str, str]] = {
         "default_group",
         "extra_gpu_resources",
         "kube_timeout",
+        "activity_floor",
+        "memory_peak_window",
+        "activity_peak_window",
     )
 }
 # The Kubernetes downward API convention, as dcgm-exporter uses it.
@@ -132,6 +135,15 @@ class ExporterSettings(StrictModel):
     kube_timeout: Duration = 10.0
     """Seconds any Kubernetes or kubelet call may take. 10s: both answer in milliseconds
     when healthy; a collection must not hang on them."""
+    activity_floor: Annotated[float, FROM_TEXT, Field(ge=0, le=1, allow_inf_nan=False)] = 0.05
+    """Utilization ratio above which a GPU counts as active for
+    ``guardian_gpu_last_active_timestamp_seconds``. 0.05: the shipped rules' noise floor."""
+    memory_peak_window: Duration = 3600.0
+    """Seconds of the window of ``guardian_gpu_memory_used_peak_bytes``. 1h: the shipped
+    idle rule's."""
+    activity_peak_window: Duration = 1800.0
+    """Seconds of the window of ``guardian_gpu_utilization_peak_ratio``. 30m: the shipped
+    idle rule's."""
 
     @field_validator("extra_gpu_resources", mode="before")
     @classmethod

@@ -51,6 +51,9 @@ _SERVE_FLAGS: tuple[tuple[str, type, str], ...] = (
     ("default_group", str, "gpu_group of pods without the group label (default: unassigned)"),
     ("extra_gpu_resources", str, "extra GPU resource names, comma-separated"),
     ("kube_timeout", str, "time any Kubernetes or kubelet call may take (default: 10s)"),
+    ("activity_floor", float, "utilization ratio above which a GPU is active (default: 0.05)"),
+    ("memory_peak_window", str, "window of the GPU memory peak series (default: 1h)"),
+    ("activity_peak_window", str, "window of the GPU utilization peak series (default: 30m)"),
 )  # fmt: skip
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from exporter.engine.observation import DeviceObservation, ObservationSetup, observe_device
 from exporter.engine.utilization import (
     ProcessSummary,
     clamp_percent,
@@ -16,6 +17,7 @@ from exporter.engine.vgpu import VgpuRatios
 from exporter.model.attribution import NO_POD, CgroupIdentity
 from exporter.model.readings import DeviceReading, NodeReading, ProcessReading
 from exporter.model.snapshot import ExporterHealth, GpuSeries, PodGpuSeries, Snapshot
+from guardian_common.durations import format_duration
 
 PodKey = tuple[str, str, str]  # (device uuid, pod uid, container id)
 
@@ -31,6 +33,8 @@ class BuilderState:
     # device was last read (the start of the next averaging window).
     process_period_us: Mapping[str, int] = field(default_factory=dict)
     read_at: Mapping[str, float] = field(default_factory=dict)
+    devices: Mapping[str, DeviceObservation] = field(default_factory=dict)
+    pod_since: Mapping[PodKey, float] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -90,6 +94,7 @@ class SnapshotSetup:
     node: str
     ratios: VgpuRatios
     cluster: str = ""  # --cluster-name: a label on every series when set
+    observation: ObservationSetup = field(default_factory=ObservationSetup)
 
 
 @dataclass(slots=True)
@@ -101,6 +106,8 @@ class _NextState:
     last_active: dict[PodKey, float] = field(default_factory=dict)
     process_period_us: dict[str, int] = field(default_factory=dict)
     read_at: dict[str, float] = field(default_factory=dict)
+    devices: dict[str, DeviceObservation] = field(default_factory=dict)
+    pod_since: dict[PodKey, float] = field(default_factory=dict)
 
     def frozen(self) -> BuilderState:
         return BuilderState(
@@ -109,7 +116,25 @@ class _NextState:
             self.last_active,
             self.process_period_us,
             self.read_at,
+            self.devices,
+            self.pod_since,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Cycle:
+    """One collection: the state it starts from, the one it builds, and its time."""
+
+    state: BuilderState
+    nxt: _NextState
+    setup: ObservationSetup
+    taken_at: float
+
+    def fresh(self, uuid: str) -> bool:
+        """The device was not read by the previous collection within the gap bound: what
+        is observed of it starts again now."""
+        previous = self.state.read_at.get(uuid)
+        return previous is None or self.taken_at - previous > self.setup.gap_seconds
 
 
 def _busy_seconds(dev: DeviceReading, state: BuilderState, nxt: _NextState) -> float | None:
@@ -124,12 +149,12 @@ def _busy_seconds(dev: DeviceReading, state: BuilderState, nxt: _NextState) -> f
     return busy
 
 
-def _process_activity(
-    dev: DeviceReading, state: BuilderState, nxt: _NextState, taken_at: float
-) -> tuple[ProcessSummary, dict[int, float]]:
+def _process_activity(dev: DeviceReading, cycle: _Cycle) -> tuple[ProcessSummary, dict[int, float]]:
     """The device's per-process samples summarised, and each PID's SM percent averaged
     over the time since the device was last read."""
-    summary = summarize_process_samples(dev.process_samples or ())
+    state, nxt, taken_at = cycle.state, cycle.nxt, cycle.taken_at
+    floor = cycle.setup.activity_floor * 100.0
+    summary = summarize_process_samples(dev.process_samples or (), floor)
     known = state.process_period_us.get(dev.uuid)
     period = summary.min_gap_us if known is None else min(known, summary.min_gap_us or known)
     if period is not None:
@@ -141,8 +166,13 @@ def _process_activity(
 
 
 def _gpu_series(
-    dev: DeviceReading, busy: float | None, unattributed_memory: int | None, unattributed: int
+    dev: DeviceReading,
+    busy: float | None,
+    unattributed: tuple[int | None, int],
+    obs: DeviceObservation,
+    cycle: _Cycle,
 ) -> GpuSeries:
+    now, setup = cycle.taken_at, cycle.setup
     return GpuSeries(
         index=dev.index,
         uuid=dev.uuid,
@@ -159,8 +189,16 @@ def _gpu_series(
         temperature_celsius=dev.temperature_celsius,
         power_watts=dev.power_watts,
         energy_joules_total=dev.energy_joules,
-        unattributed_memory_used_bytes=unattributed_memory,
-        unattributed_processes=unattributed,
+        unattributed_memory_used_bytes=unattributed[0],
+        unattributed_processes=unattributed[1],
+        last_active_timestamp_seconds=obs.last_active,
+        observed_since_timestamp_seconds=obs.since,
+        memory_used_peak_bytes=(
+            None if obs.memory is None else obs.memory.peak(now, setup.memory_peak_window)
+        ),
+        utilization_peak_ratio=(
+            None if obs.activity is None else obs.activity.peak(now, setup.activity_peak_window)
+        ),
     )
 
 
@@ -168,13 +206,17 @@ def _pod_series(
     dev: DeviceReading,
     by_pod: Mapping[tuple[str, str], _PodAccumulator],
     allocated: float | None,
-    state: BuilderState,
-    nxt: _NextState,
+    cycle: _Cycle,
+    fresh: bool,
 ) -> list[PodGpuSeries]:
-    """The device's pods in order; each one's last activity carries over to ``nxt``."""
+    """The device's pods in order; each one's last activity and observation start carry
+    over to ``nxt``; ``fresh`` (a gap on the device) starts every observation again."""
+    state, nxt = cycle.state, cycle.nxt
     out: list[PodGpuSeries] = []
     for (pod_uid, container_id), acc in sorted(by_pod.items()):
         key = (dev.uuid, pod_uid, container_id)
+        since = None if fresh else state.pod_since.get(key)
+        nxt.pod_since[key] = since = cycle.taken_at if since is None else since
         last_active = state.last_active.get(key)
         if acc.last_active_us is not None:
             seen = acc.last_active_us / 1e6
@@ -194,6 +236,7 @@ def _pod_series(
                 processes=acc.processes,
                 last_active_timestamp_seconds=last_active,
                 vgpu_memory_allocated_bytes=allocated,
+                observed_since_timestamp_seconds=since,
             )
         )
     return out
@@ -211,18 +254,23 @@ def build_snapshot(
     gpus: list[GpuSeries] = []
     pods: list[PodGpuSeries] = []
     nxt = _NextState()
+    cycle = _Cycle(state, nxt, setup.observation, taken_at)
     for dev in reading.devices:
+        fresh = cycle.fresh(dev.uuid)
         busy = _busy_seconds(dev, state, nxt)
-        summary, sm_by_pid = _process_activity(dev, state, nxt, taken_at)
+        summary, sm_by_pid = _process_activity(dev, cycle)
         processes = _unique_processes(dev.processes)
         by_pod, unattributed_memory, unattributed = _device_pods(
             processes, identities, sm_by_pid, summary.last_active_us
         )
-        gpus.append(_gpu_series(dev, busy, unattributed_memory, unattributed))
+        obs = nxt.devices[dev.uuid] = observe_device(
+            dev, state.devices.get(dev.uuid), fresh, summary.active_us, setup.observation, taken_at
+        )
+        gpus.append(_gpu_series(dev, busy, (unattributed_memory, unattributed), obs, cycle))
         allocated = setup.ratios.allocated_bytes(
             dev.memory_total_bytes, dev.uuid, dev.model, dev.parent_uuid
         )
-        pods.extend(_pod_series(dev, by_pod, allocated, state, nxt))
+        pods.extend(_pod_series(dev, by_pod, allocated, cycle, fresh))
     snapshot = Snapshot(
         node=setup.node,
         driver_version=reading.driver_version,
@@ -231,5 +279,7 @@ def build_snapshot(
         pods=tuple(pods),
         health=health,
         cluster=setup.cluster,
+        memory_peak_window=format_duration(setup.observation.memory_peak_window),
+        activity_peak_window=format_duration(setup.observation.activity_peak_window),
     )
     return snapshot, nxt.frozen()

@@ -23,16 +23,21 @@ class ProcessSummary:
     sums: dict[int, float]  # clamped SM percent, summed per PID
     counts: dict[int, int]
     last_active_us: dict[int, int]  # newest sample time with non-zero SM use, per PID
+    # Newest sample time at which any PID's SM use was above the activity floor.
+    active_us: int | None
     oldest_us: int | None
     newest_us: int | None
     min_gap_us: int | None  # smallest gap between distinct sample times: the sampling period
 
 
-def summarize_process_samples(samples: Iterable[ProcessUtilSample]) -> ProcessSummary:
+def summarize_process_samples(
+    samples: Iterable[ProcessUtilSample], floor_percent: float = 0.0
+) -> ProcessSummary:
     """This runs on every sample of every cycle, so it is written for speed."""
     sums: dict[int, float] = {}
     counts: dict[int, int] = {}
     latest: dict[int, int] = {}
+    active = -1
     times: set[int] = set()
     for s in samples:
         value = s.sm_percent
@@ -49,14 +54,18 @@ def summarize_process_samples(samples: Iterable[ProcessUtilSample]) -> ProcessSu
         else:
             sums[pid] = value
             counts[pid] = 1
-        if value > 0.0 and ts > latest.get(pid, -1):
-            latest[pid] = ts
+        if value > 0.0:
+            if ts > latest.get(pid, -1):
+                latest[pid] = ts
+            if value > floor_percent and ts > active:
+                active = ts
     ordered = sorted(times)
     gaps = [b - a for a, b in pairwise(ordered)]
     return ProcessSummary(
         sums=sums,
         counts=counts,
         last_active_us=latest,
+        active_us=None if active < 0 else active,
         oldest_us=ordered[0] if ordered else None,
         newest_us=ordered[-1] if ordered else None,
         min_gap_us=min(gaps) if gaps else None,

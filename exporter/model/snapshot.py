@@ -28,6 +28,11 @@ class GpuSeries:
     energy_joules_total: float | None
     unattributed_memory_used_bytes: int | None
     unattributed_processes: int
+    # What idle rules read as one sample (exporter/engine/observation.py).
+    last_active_timestamp_seconds: float | None = None
+    observed_since_timestamp_seconds: float | None = None
+    memory_used_peak_bytes: float | None = None
+    utilization_peak_ratio: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +48,7 @@ class PodGpuSeries:
     processes: int
     last_active_timestamp_seconds: float | None
     vgpu_memory_allocated_bytes: float | None
+    observed_since_timestamp_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +79,9 @@ class Snapshot:
     # What Kubernetes adds (names, gpu_group, allocations); None when enrichment is off.
     enrichment: Enrichment | None = None
     cluster: str = ""  # --cluster-name: a label on every series when set
+    # The ``window`` label of the peak series (--memory-peak-window, --activity-peak-window).
+    memory_peak_window: str = "1h"
+    activity_peak_window: str = "30m"
 
     def with_health(self, health: ExporterHealth) -> Snapshot:
         return dataclasses.replace(self, health=health)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-OUTCOMES = 13  # eleven live (a shared GPU, Keep 4h from Slack), the failover, the replay
+OUTCOMES = 14  # twelve live (shared GPU, evidence pictures, Keep 4h), the failover, the replay
 
 
 def _alive(pid: int) -> bool:

@@ -86,6 +86,57 @@ def test_cluster_name_is_on_every_series_also_without_kubernetes(
     }
 
 
+def test_idle_facts_are_served_with_their_labels(
+    exporter_process: Callable[..., Running],
+) -> None:
+    """Issue #33: the facts an idle rule reads as one sample, with short peak windows."""
+    running = exporter_process(
+        "--scenario", str(SCENARIOS / "shared-node.yaml"), "--interval", "0.3",
+        "--memory-peak-window", "1s", "--activity-peak-window", "1500ms",
+        "--activity-floor", "0.05", env={"NODE_NAME": "gpu-node-1"},
+    )  # fmt: skip
+    got = running.wait_for(
+        lambda s: (
+            bool(s.get("guardian_gpu_memory_used_peak_bytes"))
+            and bool(s.get("guardian_gpu_utilization_peak_ratio"))
+            and bool(s.get("guardian_gpu_last_active_timestamp_seconds"))
+        ),
+        timeout=30,
+    )
+    devices = {(lbl["gpu"], lbl["uuid"]) for lbl, _ in got["guardian_gpu_utilization_ratio"]}
+    for name in (
+        "guardian_gpu_last_active_timestamp_seconds",
+        "guardian_gpu_observed_since_timestamp_seconds",
+        "guardian_gpu_memory_used_peak_bytes",
+        "guardian_gpu_utilization_peak_ratio",
+    ):
+        for labels, _ in got[name]:
+            assert (labels["gpu"], labels["uuid"]) in devices, name
+    window = {lbl["window"] for lbl, _ in got["guardian_gpu_memory_used_peak_bytes"]}
+    assert window == {"1s"}
+    window = {lbl["window"] for lbl, _ in got["guardian_gpu_utilization_peak_ratio"]}
+    assert window == {"1s500ms"}
+    since = got["guardian_gpu_observed_since_timestamp_seconds"]
+    assert {(lbl["gpu"], lbl["uuid"]) for lbl, _ in since} == devices
+    pods = {tuple(sorted(lbl.items())) for lbl, _ in got["guardian_pod_gpu_processes"]}
+    observed = got["guardian_pod_gpu_observed_since_timestamp_seconds"]
+    assert {tuple(sorted(lbl.items())) for lbl, _ in observed} == pods
+
+
+def test_a_bad_activity_floor_stops_serve_with_one_line_naming_the_flag() -> None:
+    done = subprocess.run(
+        [EXPORTER, "serve", "--activity-floor", "1.5"],
+        capture_output=True, text=True, check=False, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        (
+            "guardian-exporter: configuration error: --activity-floor: "
+            "Input should be less than or equal to 1 (got 1.5)"
+        )
+    ]
+
+
 def test_cluster_name_is_on_the_health_series_while_nvml_is_down(
     exporter_process: Callable[..., Running], tmp_path: Path
 ) -> None:

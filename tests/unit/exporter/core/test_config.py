@@ -61,7 +61,14 @@ def test_invalid_settings_name_their_source(
     assert info.value.field.startswith(where)
 
 
-DURATIONS = ("interval", "collect_timeout", "nvml_backoff_max", "kube_timeout")
+DURATIONS = (
+    "interval",
+    "collect_timeout",
+    "nvml_backoff_max",
+    "kube_timeout",
+    "memory_peak_window",
+    "activity_peak_window",
+)
 
 
 @pytest.mark.parametrize("name", DURATIONS)
@@ -189,3 +196,19 @@ def test_users_file_errors_name_line_and_user(tmp_path: Path) -> None:
     path.write_bytes(b"basic_auth_users:\n  caf\xe9: x\n")
     with pytest.raises(ConfigError, match=r"users\.yaml:2: not UTF-8 text"):
         load_users(path)
+
+
+def test_idle_fact_settings_default_to_the_shipped_rules() -> None:
+    settings = settings_from(NO_FLAGS, {}, "h")
+    assert (settings.activity_floor, settings.memory_peak_window) == (0.05, 3600.0)
+    assert settings.activity_peak_window == 1800.0
+    assert settings_from({}, {"GUARDIAN_EXPORTER_ACTIVITY_FLOOR": "0"}, "h").activity_floor == 0
+
+
+@pytest.mark.parametrize("floor", [-0.01, 1.01, float("nan"), float("inf")])
+def test_an_activity_floor_outside_0_to_1_fails_serve_with_exit_2(
+    floor: float, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", "--activity-floor", str(floor)]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("guardian-exporter: configuration error: --activity-floor: ")

@@ -42,6 +42,10 @@ GPU = GpuSeries(
     energy_joules_total=1000.0,
     unattributed_memory_used_bytes=0,
     unattributed_processes=0,
+    last_active_timestamp_seconds=98.0,
+    observed_since_timestamp_seconds=10.0,
+    memory_used_peak_bytes=float(8 << 30),
+    utilization_peak_ratio=0.75,
 )
 
 
@@ -56,6 +60,7 @@ def _pod(pod_uid: str, container_id: str) -> PodGpuSeries:
         processes=1,
         last_active_timestamp_seconds=99.0,
         vgpu_memory_allocated_bytes=40e9,
+        observed_since_timestamp_seconds=50.0,
     )
 
 
@@ -96,10 +101,15 @@ FAMILIES = {
     "guardian_gpu_unattributed_processes",
     "guardian_gpu_busy_seconds_total",
     "guardian_gpu_energy_joules_total",
+    "guardian_gpu_last_active_timestamp_seconds",
+    "guardian_gpu_observed_since_timestamp_seconds",
+    "guardian_gpu_memory_used_peak_bytes",
+    "guardian_gpu_utilization_peak_ratio",
     "guardian_pod_gpu_memory_used_bytes",
     "guardian_pod_gpu_sm_utilization_ratio",
     "guardian_pod_gpu_processes",
     "guardian_pod_gpu_last_active_timestamp_seconds",
+    "guardian_pod_gpu_observed_since_timestamp_seconds",
     "guardian_pod_vgpu_memory_allocated_bytes",
     "guardian_pod_gpu_allocated",
     "guardian_pod_gpu_unallocated_use",
@@ -224,3 +234,36 @@ def test_without_kubernetes_containers_are_told_apart_by_their_id() -> None:
     keys = [(lbl["pod_uid"], lbl["container"], lbl["container_id"]) for lbl in pods]
     assert len(keys) == len(set(keys)) == 3
     assert {lbl["container"] for lbl in pods} == {""}
+
+
+def test_idle_facts_carry_the_device_and_pod_labels_and_the_peak_window() -> None:
+    """The series an idle rule reads as one sample (issue #33)."""
+    samples = render(dataclasses.replace(FULL, memory_peak_window="2h", cluster="prod-eu"))
+    device = {"node": "gpu-node-1", "cluster": "prod-eu", "gpu": "0", "uuid": "GPU-a"}
+    got = {(n, tuple(sorted(lbl.items()))): v for n, lbl, v in samples}
+    for name, labels, value in (
+        ("guardian_gpu_last_active_timestamp_seconds", device, 98.0),
+        ("guardian_gpu_observed_since_timestamp_seconds", device, 10.0),
+        ("guardian_gpu_memory_used_peak_bytes", {**device, "window": "2h"}, 8 << 30),
+        ("guardian_gpu_utilization_peak_ratio", {**device, "window": "30m"}, 0.75),
+    ):
+        assert got[(name, tuple(sorted(labels.items())))] == value, name
+    pods = _of(samples, "guardian_pod_gpu_observed_since_timestamp_seconds")
+    assert pods == _of(samples, "guardian_pod_gpu_last_active_timestamp_seconds")
+    assert len(pods) == 3
+
+
+def test_idle_facts_not_yet_known_are_absent_not_zero() -> None:
+    unknown = dataclasses.replace(
+        GPU,
+        last_active_timestamp_seconds=None,
+        memory_used_peak_bytes=None,
+        utilization_peak_ratio=None,
+    )
+    names = {n for n, _, _ in render(dataclasses.replace(FULL, gpus=(unknown,)))}
+    assert "guardian_gpu_observed_since_timestamp_seconds" in names
+    assert not names & {
+        "guardian_gpu_last_active_timestamp_seconds",
+        "guardian_gpu_memory_used_peak_bytes",
+        "guardian_gpu_utilization_peak_ratio",
+    }
