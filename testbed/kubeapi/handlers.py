@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from testbed.kubeapi import errors
-from testbed.kubeapi.patch import merge_patch, require_merge_patch
+from testbed.kubeapi.patch import apply_patch, require_patch_type
 from testbed.kubeapi.resources import ResourceType, ScaleSpec
 from testbed.kubeapi.selectors import compile_filter, field_value, selector_to_string
 from testbed.kubeapi.store import Obj, Store
@@ -93,11 +93,10 @@ def handle(store: Store, route: ResourceRoute, verb: str, request: Request) -> R
         )
         return Reply(201 if was_created else 200, obj)
     if verb == "patch":
-        require_merge_patch(request.content_type)
+        media = require_patch_type(route.rtype, request.content_type)
 
         def change(current: Obj) -> Obj:
-            result = merge_patch(current, request.body)
-            return result if isinstance(result, dict) else {}
+            return apply_patch(media, current, request.body)
 
         patched = store.mutate(
             route.rtype,
@@ -312,8 +311,7 @@ def _scale(store: Store, route: ResourceRoute, verb: str, request: Request, dry_
         return Reply(200, scale_of(rtype, store.get(rtype, route.scope_namespace, name)))
     if verb not in ("update", "patch"):
         raise errors.ApiError(405, f"verb {verb} is not supported on {rtype.plural}/scale")
-    if verb == "patch":
-        require_merge_patch(request.content_type)
+    media = require_patch_type(rtype, request.content_type) if verb == "patch" else ""
 
     def change(current: Obj) -> Obj:
         if verb == "update":
@@ -321,7 +319,7 @@ def _scale(store: Store, route: ResourceRoute, verb: str, request: Request, dry_
             if not isinstance(wanted, dict) or wanted.get("kind") not in (None, "Scale"):
                 raise errors.bad_request("the request body must be an autoscaling/v1 Scale")
         else:
-            wanted = merge_patch(scale_of(rtype, current), request.body)
+            wanted = apply_patch(media, scale_of(rtype, current), request.body)
         replicas = _path(wanted, "spec.replicas")
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
             raise errors.invalid(

@@ -6,8 +6,9 @@ parameter. Found: it sends ``fieldValidation=Strict`` and the server validates (
 the CRD schemas, and our built-in checks). It falls back to ``/openapi/v2`` only when v3
 is missing, and then wants protobuf, which this fake does not speak; ``/openapi/v2``
 answers JSON with the same paths for clients that accept it. PATCH bodies are listed
-as JSON merge patch only, so kubectl sends custom resources merge patches (strategic
-merge patch is not implemented here).
+as JSON merge patch only, so kubectl sends custom resources merge patches; for a
+built-in kind it then computes a strategic merge patch from its compiled-in Go types
+(the merge keys this document does not describe), which strategic_patch.py applies.
 """
 
 from __future__ import annotations

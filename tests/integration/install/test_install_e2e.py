@@ -1,7 +1,8 @@
 """docs/deploy.md's Install and Uninstall, run as written: every `sh` block of the two
-sections, in order, in bash, with a real kubectl against the test bed's API server (serving
-every kind of the manifests, with the prometheus-operator's CRDs that kube-prometheus-stack
-would have installed) and the `guardian` command line of this checkout.
+sections, in order (and between them the Upgrade's `sed` and second `kubectl apply -k`,
+its image neither built nor pushed), in bash, with a real kubectl against the test bed's
+API server (serving every kind of the manifests, with the prometheus-operator's CRDs that
+kube-prometheus-stack would have installed) and the `guardian` command line of this checkout.
 
 What a cluster does between the commands, the test does: after `kubectl apply -k` it
 starts the controller's pod as the API holds it (pods.py: the Deployment's args and env,
@@ -152,6 +153,7 @@ def test_install_then_uninstall_as_documented(
     try:
         installed = _run_section(shell, "Install", {"kubectl apply -k": pod.start})
         _check_installed(cluster, shell, installed, pod)
+        _upgraded_as_documented(cluster, shell)
         _reclaimed_by_an_enforcing_controller(cluster, tmp_path)
         uninstalled = _run_section(shell, "Uninstall", {"--replicas=0": pod.stop})
         _check_uninstalled(cluster, uninstalled)
@@ -179,6 +181,48 @@ def _check_installed(
     assert labels[PREFIX + "reclaim"] == "true"
     with pytest.raises(ApiError):
         cluster.get("ClusterReclaimPolicy", "install-check")  # the check deleted itself
+
+
+def _applied(cluster: FakeKubeAPI) -> dict[str, Any]:
+    """What the Upgrade may change: the workloads' specs and the applied ConfigMaps' names."""
+    last = "kubectl.kubernetes.io/last-applied-configuration"
+    configmaps = [
+        o["metadata"]["name"]
+        for o in cluster.objects("ConfigMap")
+        if o["metadata"].get("namespace") == NS and last in (o["metadata"].get("annotations") or {})
+    ]
+    return {
+        "controller": cluster.get("Deployment", "gpu-guardian-controller", NS)["spec"],
+        "exporter": cluster.get("DaemonSet", "gpu-guardian-exporter", NS)["spec"],
+        "configmaps": sorted(configmaps),
+    }
+
+
+def _images(spec: dict[str, Any]) -> list[str]:
+    return [c["image"] for c in spec["template"]["spec"]["containers"]]
+
+
+def _upgraded_as_documented(cluster: FakeKubeAPI, shell: Shell) -> None:
+    """The Upgrade's block, less building and pushing the image: its `sed` and its second
+    `kubectl apply -k`, a strategic merge patch of each built-in object."""
+    (block,) = blocks("Upgrade")
+    lines = [line for line in block.text.splitlines() if line.startswith(("sed ", "kubectl "))]
+    assert [line.split()[0] for line in lines] == ["sed", "kubectl"], block.text
+    before = _applied(cluster)
+    old = _settings(shell)["image"]
+    cluster.clear_requests()
+    shell.run(Block("Upgrade", "\n".join(lines), None))
+    new = _settings(shell)["image"]
+    assert new != old
+    after = _applied(cluster)
+    assert _images(after["controller"]) == [new] * len(_images(before["controller"]))
+    assert _images(after["exporter"]) == [new] * len(_images(before["exporter"]))
+    for spec in (after["controller"], after["exporter"]):
+        for container in spec["template"]["spec"]["containers"]:
+            container["image"] = old
+    assert after == before  # nothing but the image changed; the ConfigMaps kept their names
+    patched = {r.content_type for r in cluster.requests(verb="patch")}
+    assert patched == {"application/strategic-merge-patch+json"}, patched
 
 
 def _reclaimed_by_an_enforcing_controller(cluster: FakeKubeAPI, tmp_path: Path) -> None:

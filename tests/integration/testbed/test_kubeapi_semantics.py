@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from testbed.kubeapi.errors import ApiError
-from testbed.kubeapi.patch import merge_patch, require_merge_patch
+from testbed.kubeapi.patch import merge_patch, require_patch_type
+from testbed.kubeapi.resources import BUILTIN_RESOURCES, CrdInfo, ResourceType
 from testbed.kubeapi.selectors import (
     compile_filter,
     parse_label_selector,
@@ -47,20 +48,35 @@ def test_merge_patch_does_not_mutate_its_inputs() -> None:
     assert patch == {"metadata": {"annotations": {"b": "2"}}}
 
 
+DEPLOYMENTS = next(t for t in BUILTIN_RESOURCES if t.kind == "Deployment")
+WIDGETS = ResourceType("example.com", "v1", "Widget", "widgets", crd=CrdInfo())
+
+
 @pytest.mark.parametrize(
     "content_type",
-    [
-        "application/strategic-merge-patch+json",
-        "application/json-patch+json",
-        "application/apply-patch+yaml",
-        None,
-    ],
+    ["application/json-patch+json", "application/apply-patch+yaml", None],
 )
-def test_only_merge_patch_is_accepted(content_type: str | None) -> None:
+def test_only_merge_and_strategic_merge_patch_are_accepted(content_type: str | None) -> None:
     with pytest.raises(ApiError) as caught:
-        require_merge_patch(content_type)
+        require_patch_type(DEPLOYMENTS, content_type)
     assert caught.value.code == 415
-    require_merge_patch("application/merge-patch+json; charset=utf-8")
+    assert require_patch_type(DEPLOYMENTS, "application/merge-patch+json; charset=utf-8") == (
+        "application/merge-patch+json"
+    )
+    assert require_patch_type(DEPLOYMENTS, "application/strategic-merge-patch+json") == (
+        "application/strategic-merge-patch+json"
+    )
+
+
+def test_custom_resources_take_merge_patch_only() -> None:
+    with pytest.raises(ApiError) as caught:
+        require_patch_type(WIDGETS, "application/strategic-merge-patch+json")
+    assert (caught.value.code, caught.value.reason) == (415, "UnsupportedMediaType")
+    assert caught.value.message == (
+        "the body of the request was in an unknown format - accepted media types include: "
+        "application/merge-patch+json"
+    )
+    assert require_patch_type(WIDGETS, "application/merge-patch+json")
 
 
 def _labelled(**labels: str) -> dict[str, Any]:
