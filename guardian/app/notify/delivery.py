@@ -15,6 +15,7 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 
 from guardian.adapters.slack.blocks import marker
 from guardian.adapters.slack.outbox import PENDING, SENDING, OutboxItem, SlackStore
@@ -38,6 +39,20 @@ from guardian_common.errors import PermanentError, TransientError
 logger = logging.getLogger(__name__)
 
 _RECONCILE_SLACK = 60.0  # seconds before the first attempt to search from (clock skew)
+
+
+class Lane(Enum):
+    """Which operations a drain sends. Pictures have a worker of their own: drawing one
+    reads Prometheus, which may be slow or down, and must never hold a message back."""
+
+    ALL = "all"
+    MESSAGES = "messages"
+    PICTURES = "pictures"
+
+    def takes(self, item: OutboxItem) -> bool:
+        if self is Lane.ALL:
+            return True
+        return (item.op is OpKind.PICTURE) == (self is Lane.PICTURES)
 
 
 @dataclass(frozen=True)
@@ -76,12 +91,12 @@ class Deliverer:
             ready = max(ready, self._next_post.get(item.channel, 0.0))
         return ready
 
-    def drain(self, limit: int = 1000) -> float | None:
-        """Send what is due now (at most ``limit`` operations). Returns when the next
-        operation is due, or ``None`` when the outbox is empty."""
+    def drain(self, limit: int = 1000, lane: Lane = Lane.ALL) -> float | None:
+        """Send what is due now in ``lane`` (at most ``limit`` operations). Returns when
+        the next operation is due, or ``None`` when that part of the outbox is empty."""
         done = 0
         while done < limit:
-            heads = self._store.heads()
+            heads = [h for h in self._store.heads() if lane.takes(h)]
             if not heads:
                 return None
             now = self._clock()

@@ -36,7 +36,7 @@ from guardian.adapters.slack.outbox import IntakeRows, SlackStore
 from guardian.adapters.slack.posted import message_episode
 from guardian.adapters.slack.transport import Transport
 from guardian.adapters.sqlite_db import Database
-from guardian.app.notify.delivery import Deliverer, DeliveryLinks
+from guardian.app.notify.delivery import Deliverer, DeliveryLinks, Lane
 from guardian.app.notify.gather import ContextLookup, Gatherer
 from guardian.app.notify.metrics import NotifierMetrics
 from guardian.app.notify.payloads import REMEDIATION_CURSOR, intake_rows
@@ -133,9 +133,11 @@ class SlackNotifier:
         self._may_send = links.may_send or (lambda: True)
         self._intake = threading.Lock()  # gather -> plan -> write, one intake at a time
         self._drain_lock = threading.Lock()  # the worker and a caller must not both send
+        self._pictures_lock = threading.Lock()  # likewise for the pictures' worker
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._pictures_thread: threading.Thread | None = None
         self._last_tick = float("-inf")
         # Which buttons parents offer, asked at each intake (interactivity.py sets it).
         self.button_rules: Callable[[], ButtonRules] = lambda: NO_BUTTONS
@@ -334,7 +336,7 @@ class SlackNotifier:
     # -------------------------------------------------------------- delivery
     def drain(self) -> float | None:
         """Send what is due; returns when the next operation is due (None: outbox empty)."""
-        with self._drain_lock:
+        with self._drain_lock, self._pictures_lock:
             return self._deliverer.drain()
 
     def outbox_depth(self) -> int:
@@ -346,16 +348,22 @@ class SlackNotifier:
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="slack-notifier", daemon=True)
         self._thread.start()
+        if self._links.range_query is not None:
+            self._pictures_thread = threading.Thread(
+                target=self._run_pictures, name="slack-pictures", daemon=True
+            )
+            self._pictures_thread.start()
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the worker after its current call; the outbox keeps the rest."""
         self._stop.set()
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            if self._thread.is_alive():
-                logger.warning("slack: the notifier worker did not stop within %ss", timeout)
-            self._thread = None
+        for thread in (self._thread, self._pictures_thread):
+            if thread is not None:
+                thread.join(timeout)
+                if thread.is_alive():
+                    logger.warning("slack: %s did not stop within %ss", thread.name, timeout)
+        self._thread = self._pictures_thread = None
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -364,7 +372,7 @@ class SlackNotifier:
                 if self._clock() - self._last_tick >= _TICK_EVERY:
                     self.tick()
                 with self._drain_lock:
-                    due = self._deliverer.drain(limit=50)
+                    due = self._deliverer.drain(limit=50, lane=Lane.MESSAGES)
                 self.publish_handover()
                 if due is not None:
                     wait = max(0.01, min(due - self._clock(), 1.0))
@@ -373,3 +381,16 @@ class SlackNotifier:
                 wait = 5.0
             self._wake.wait(wait)
             self._wake.clear()
+
+    def _run_pictures(self) -> None:
+        while not self._stop.is_set():
+            wait = 1.0
+            try:
+                with self._pictures_lock:
+                    due = self._deliverer.drain(limit=5, lane=Lane.PICTURES)
+                if due is not None:
+                    wait = max(0.05, min(due - self._clock(), 1.0))
+            except Exception:  # the loop edge: log, wait, carry on
+                logger.exception("slack: picture pass failed")
+                wait = 5.0
+            self._stop.wait(wait)

@@ -4,8 +4,9 @@ never in the way of a message when Prometheus or Slack fail."""
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -160,3 +161,39 @@ def test_slack_failing_the_upload_gives_that_picture_up_not_the_thread(
     assert "[RECLAIMED" in parent.text
     # The first picture was given up after its attempts; the reclaim's went through.
     assert [f.filename.rsplit("-", 1)[1] for f in fake.files(ALERTS.id)] == ["reclaimed.png"]
+
+
+class SlowRanges(FakeRanges):
+    """A Prometheus that takes its time: each range query blocks until released."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def __call__(self, expr: str, start: float, end: float, step: float) -> MatrixResult:
+        self.release.wait(30)
+        return super().__call__(expr, start, end, step)
+
+
+def test_a_slow_prometheus_never_holds_a_message_back(fake: FakeSlack, db: Database) -> None:
+    ranges = SlowRanges()
+    n = _notifier(fake, db, ranges)
+    n.start()
+    try:
+        n.on_transitions([firing(labels(pod="a-0"))])
+        _wait(lambda: len(fake.messages(ALERTS.id)) == 1)  # its picture now waits on Prometheus
+        n.on_transitions([firing(labels(pod="b-0"), at=T0 + 310)])
+        _wait(lambda: len(fake.messages(ALERTS.id)) == 2)  # posted while the picture waits
+        assert fake.files() == []
+        ranges.release.set()
+        _wait(lambda: len(fake.files(ALERTS.id)) == 2)
+    finally:
+        ranges.release.set()
+        n.stop()
+
+
+def _wait(done: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, "not in time"
+        time.sleep(0.05)
