@@ -135,6 +135,7 @@ class SlackNotifier:
         self._drain_lock = threading.Lock()  # the worker and a caller must not both send
         self._pictures_lock = threading.Lock()  # likewise for the pictures' worker
         self._wake = threading.Event()
+        self._wake_pictures = threading.Event()  # its own: each worker clears its event
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._pictures_thread: threading.Thread | None = None
@@ -238,8 +239,9 @@ class SlackNotifier:
             write(conn)
 
     def wake(self) -> None:
-        """New operations are in the outbox: let the worker look now."""
+        """New operations are in the outbox: let the workers look now."""
         self._wake.set()
+        self._wake_pictures.set()
 
     def on_remediation(self, events: Iterable[RemediationEvent]) -> None:
         """Ladder events, in order. Replays are ignored (each event's key is remembered)."""
@@ -357,7 +359,7 @@ class SlackNotifier:
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the worker after its current call; the outbox keeps the rest."""
         self._stop.set()
-        self._wake.set()
+        self.wake()
         for thread in (self._thread, self._pictures_thread):
             if thread is not None:
                 thread.join(timeout)
@@ -366,31 +368,34 @@ class SlackNotifier:
         self._thread = self._pictures_thread = None
 
     def _run(self) -> None:
+        self._work("notifier", self._messages_pass, self._wake)
+
+    def _run_pictures(self) -> None:
+        self._work("picture", self._pictures_pass, self._wake_pictures)
+
+    def _messages_pass(self) -> float | None:
+        if self._clock() - self._last_tick >= _TICK_EVERY:
+            self.tick()
+        with self._drain_lock:
+            due = self._deliverer.drain(limit=50, lane=Lane.MESSAGES)
+        self.publish_handover()
+        return due
+
+    def _pictures_pass(self) -> float | None:
+        with self._pictures_lock:
+            return self._deliverer.drain(limit=5, lane=Lane.PICTURES)
+
+    def _work(self, what: str, one_pass: Callable[[], float | None], wake: threading.Event) -> None:
+        """A worker: a pass, then wait until the next operation is due (at most 1 s), a
+        wake-up or stop."""
         while not self._stop.is_set():
             wait = 1.0
             try:
-                if self._clock() - self._last_tick >= _TICK_EVERY:
-                    self.tick()
-                with self._drain_lock:
-                    due = self._deliverer.drain(limit=50, lane=Lane.MESSAGES)
-                self.publish_handover()
+                due = one_pass()
                 if due is not None:
                     wait = max(0.01, min(due - self._clock(), 1.0))
             except Exception:  # the loop edge: log, wait, carry on
-                logger.exception("slack: notifier pass failed")
+                logger.exception("slack: %s pass failed", what)
                 wait = 5.0
-            self._wake.wait(wait)
-            self._wake.clear()
-
-    def _run_pictures(self) -> None:
-        while not self._stop.is_set():
-            wait = 1.0
-            try:
-                with self._pictures_lock:
-                    due = self._deliverer.drain(limit=5, lane=Lane.PICTURES)
-                if due is not None:
-                    wait = max(0.05, min(due - self._clock(), 1.0))
-            except Exception:  # the loop edge: log, wait, carry on
-                logger.exception("slack: picture pass failed")
-                wait = 5.0
-            self._stop.wait(wait)
+            wake.wait(wait)
+            wake.clear()
