@@ -10,7 +10,8 @@ from __future__ import annotations
 import gzip
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
@@ -18,12 +19,15 @@ from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamil
 from prometheus_client.registry import Collector
 
 from exporter.model.enrichment import Enrichment
-from exporter.model.snapshot import GpuSeries, PodGpuSeries, Snapshot
+from exporter.model.snapshot import GpuSeries, PodDeviceSeries, PodGpuSeries, Snapshot
+
+_T = TypeVar("_T")
 
 # After the node-wide labels. ``container`` is the name (from the pod's status, "" while
 # unknown), ``container_id`` the 64-hex ID from the cgroup (docs/exporter.md says why both).
 GPU_LABELS = ["gpu", "uuid"]
 POD_LABELS = ["gpu", "uuid", "pod_uid", "container", "container_id"]
+POD_DEVICE_LABELS = ["gpu", "uuid", "pod_uid"]
 
 # (name, help, value getter); None values are omitted, never rendered as 0.
 _GPU_GAUGES: tuple[tuple[str, str, Callable[[GpuSeries], float | None]], ...] = (
@@ -62,6 +66,15 @@ _GPU_GAUGES: tuple[tuple[str, str, Callable[[GpuSeries], float | None]], ...] = 
             "at most 3 intervals apart). Restarts with the exporter and after an NVML outage."
         ),
         lambda g: g.observed_since_timestamp_seconds,
+    ),
+    (
+        "guardian_gpu_last_process_timestamp_seconds",
+        (
+            "Newest collection at which a process was on the GPU (a pod's or a host process), "
+            "or a MIG device held --mig-memory-floor-mib of memory. Absent until seen; lost "
+            "when the exporter restarts, NVML goes down or the device disappears."
+        ),
+        lambda g: g.last_process_timestamp_seconds,
     ),
 )
 # (name, help, value getter, the snapshot's window label); absent until the window was
@@ -136,6 +149,27 @@ _POD_GAUGES: tuple[tuple[str, str, Callable[[PodGpuSeries], float | None]], ...]
     ),
 )
 
+# One pod on one device, whatever its containers: kept --activity-peak-window after the
+# pod's last process there (docs/exporter.md, "Idle facts").
+_POD_DEVICE_GAUGES: tuple[tuple[str, str, Callable[[PodDeviceSeries], float | None]], ...] = (
+    (
+        "guardian_pod_device_last_process_timestamp_seconds",
+        (
+            "Newest collection at which a process of the pod was on the GPU. Kept for "
+            "--activity-peak-window after it; lost on a gap in the GPU's readings."
+        ),
+        lambda p: p.last_process_timestamp_seconds,
+    ),
+    (
+        "guardian_pod_device_idle_since_timestamp_seconds",
+        (
+            "Since when none of the pod's processes on the GPU showed SM use: its newest sample "
+            "with SM use, else since the GPU was observed without a gap. Absent on MIG."
+        ),
+        lambda p: p.idle_since_timestamp_seconds,
+    ),
+)
+
 
 def node_labels(snap: Snapshot) -> tuple[list[str], list[str]]:
     """The labels every series carries, and their values."""
@@ -186,6 +220,7 @@ class SnapshotCollector(Collector):
                     peak.add_metric([*key, label], value)
             yield peak
         yield from _pods(snap, base, values)
+        yield from _pod_devices(snap, base, values)
         if snap.enrichment is not None:
             yield from _kubernetes(snap.enrichment, base, values)
         yield from _health(snap, base, values)
@@ -203,10 +238,30 @@ def _pods(snap: Snapshot, base: list[str], values: list[str]) -> Iterator[Metric
             # A pod the API does not know keeps its pod_uid series, unnamed.
             pod = extra.pod_labels.get(p.pod_uid, extra.unknown_pod)
         keys.append([*values, p.gpu, p.uuid, p.pod_uid, container, p.container_id, *pod])
-    for name, doc, get_pod in _POD_GAUGES:
-        gauge = GaugeMetricFamily(name, doc, labels=base + POD_LABELS + names)
-        for key, p in zip(keys, snap.pods, strict=True):
-            value = get_pod(p)
+    yield from _gauges(_POD_GAUGES, base + POD_LABELS + names, keys, snap.pods)
+
+
+def _pod_devices(snap: Snapshot, base: list[str], values: list[str]) -> Iterator[Metric]:
+    extra = snap.enrichment
+    names = list(extra.label_names) if extra is not None else []
+    keys = []
+    for p in snap.pod_devices:
+        pod = extra.pod_labels.get(p.pod_uid, extra.unknown_pod) if extra is not None else ()
+        keys.append([*values, p.gpu, p.uuid, p.pod_uid, *pod])
+    yield from _gauges(_POD_DEVICE_GAUGES, base + POD_DEVICE_LABELS + names, keys, snap.pod_devices)
+
+
+def _gauges(
+    table: Sequence[tuple[str, str, Callable[[_T], float | None]]],
+    labels: list[str],
+    keys: list[list[str]],
+    items: Sequence[_T],
+) -> Iterator[Metric]:
+    """One gauge family per table row; an item's None value is omitted, never 0."""
+    for name, doc, get in table:
+        gauge = GaugeMetricFamily(name, doc, labels=labels)
+        for key, item in zip(keys, items, strict=True):
+            value = get(item)
             if value is not None:
                 gauge.add_metric(key, value)
         yield gauge

@@ -51,6 +51,7 @@ def observation_setup(settings: ExporterSettings) -> ObservationSetup:
         gap_seconds=3 * settings.interval,
         memory_peak_window=settings.memory_peak_window,
         activity_peak_window=settings.activity_peak_window,
+        mig_memory_floor=settings.mig_memory_floor_mib * 1024 * 1024,
     )
 
 

@@ -54,6 +54,7 @@ SOURCES: dict[str, tuple[str, str]] = {
         "activity_floor",
         "memory_peak_window",
         "activity_peak_window",
+        "mig_memory_floor_mib",
     )
 }
 # The Kubernetes downward API convention, as dcgm-exporter uses it.
@@ -143,7 +144,11 @@ class ExporterSettings(StrictModel):
     idle rule's."""
     activity_peak_window: Duration = 1800.0
     """Seconds of the window of ``guardian_gpu_utilization_peak_ratio``. 30m: the shipped
-    idle rule's."""
+    idle rule's. Also how long ``guardian_pod_device_*`` facts outlive a pod's last process."""
+    mig_memory_floor_mib: Annotated[int, FROM_TEXT, Field(ge=0)] = 64
+    """MiB of memory at which a MIG device counts as having a process (for
+    ``guardian_gpu_last_process_timestamp_seconds``): without MIG monitoring rights NVML can
+    list no process on a slice that holds memory. 64: the shipped rules' floor."""
 
     @field_validator("extra_gpu_resources", mode="before")
     @classmethod

@@ -54,6 +54,7 @@ _SERVE_FLAGS: tuple[tuple[str, type, str], ...] = (
     ("activity_floor", float, "utilization ratio above which a GPU is active (default: 0.05)"),
     ("memory_peak_window", str, "window of the GPU memory peak series (default: 1h)"),
     ("activity_peak_window", str, "window of the GPU utilization peak series (default: 30m)"),
+    ("mig_memory_floor_mib", int, "MiB a MIG device holds that count as a process (default: 64)"),
 )  # fmt: skip
 
 

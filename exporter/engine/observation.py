@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from exporter.engine.utilization import clamp_percent
-from exporter.model.readings import DeviceReading
+from exporter.model.readings import DeviceReading, MigState
 
 SLOTS = 60  # closed slots per window; with the open one a ring covers 60 to 61 sixtieths
 _NONE = float("-inf")  # a slot without a value
@@ -28,6 +28,9 @@ class ObservationSetup:
     gap_seconds: float = 15.0  # 3 x the default 5 s interval
     memory_peak_window: float = 3600.0
     activity_peak_window: float = 1800.0
+    # A MIG device holding this much memory counts as having a process: without MIG
+    # monitoring rights NVML can list none on a slice that holds memory.
+    mig_memory_floor: int = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +95,7 @@ class DeviceObservation:
 
     since: float
     last_active: float | None
+    last_process: float | None  # newest collection with a process (MIG: or memory held)
     memory: PeakRing | None  # None: memory unknown in the last reading
     activity: PeakRing | None  # None: no utilization in the last reading
 
@@ -177,4 +181,15 @@ def observe_device(
         ring = None if previous is None else previous.activity
         activity = _carry(ring, fresh, list(activity_now.points), taken_at, width)
     since = taken_at if previous is None or fresh else previous.since
-    return DeviceObservation(since, last_active, memory, activity)
+    last_process = None if previous is None else previous.last_process
+    if _in_use(dev, setup.mig_memory_floor):
+        last_process = taken_at
+    return DeviceObservation(since, last_active, last_process, memory, activity)
+
+
+def _in_use(dev: DeviceReading, mig_memory_floor: int) -> bool:
+    """A process is listed on the device, or a MIG device holds memory (see the setup)."""
+    if dev.processes:
+        return True
+    used = dev.memory_used_bytes
+    return dev.mig is MigState.INSTANCE and used is not None and used >= mig_memory_floor

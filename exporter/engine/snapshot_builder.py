@@ -6,6 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from exporter.engine.observation import DeviceObservation, ObservationSetup, observe_device
+from exporter.engine.pod_device import (
+    DeviceRun,
+    PodDeviceState,
+    PodOnDevice,
+    carry_pod_devices,
+    idle_since,
+)
 from exporter.engine.utilization import (
     ProcessSummary,
     clamp_percent,
@@ -16,7 +23,13 @@ from exporter.engine.utilization import (
 from exporter.engine.vgpu import VgpuRatios
 from exporter.model.attribution import NO_POD, CgroupIdentity
 from exporter.model.readings import DeviceReading, NodeReading, ProcessReading
-from exporter.model.snapshot import ExporterHealth, GpuSeries, PodGpuSeries, Snapshot
+from exporter.model.snapshot import (
+    ExporterHealth,
+    GpuSeries,
+    PodDeviceSeries,
+    PodGpuSeries,
+    Snapshot,
+)
 from guardian_common.durations import format_duration
 
 PodKey = tuple[str, str, str]  # (device uuid, pod uid, container id)
@@ -35,6 +48,8 @@ class BuilderState:
     read_at: Mapping[str, float] = field(default_factory=dict)
     devices: Mapping[str, DeviceObservation] = field(default_factory=dict)
     pod_since: Mapping[PodKey, float] = field(default_factory=dict)
+    # device uuid -> pod uid -> that pod's facts on the device (exporter/engine/pod_device.py)
+    pod_devices: Mapping[str, Mapping[str, PodDeviceState]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -108,6 +123,7 @@ class _NextState:
     read_at: dict[str, float] = field(default_factory=dict)
     devices: dict[str, DeviceObservation] = field(default_factory=dict)
     pod_since: dict[PodKey, float] = field(default_factory=dict)
+    pod_devices: dict[str, dict[str, PodDeviceState]] = field(default_factory=dict)
 
     def frozen(self) -> BuilderState:
         return BuilderState(
@@ -118,6 +134,7 @@ class _NextState:
             self.read_at,
             self.devices,
             self.pod_since,
+            self.pod_devices,
         )
 
 
@@ -193,6 +210,7 @@ def _gpu_series(
         unattributed_processes=unattributed[1],
         last_active_timestamp_seconds=obs.last_active,
         observed_since_timestamp_seconds=obs.since,
+        last_process_timestamp_seconds=obs.last_process,
         memory_used_peak_bytes=(
             None if obs.memory is None else obs.memory.peak(now, setup.memory_peak_window)
         ),
@@ -242,6 +260,36 @@ def _pod_series(
     return out
 
 
+def _pod_device_series(
+    dev: DeviceReading,
+    by_pod: Mapping[tuple[str, str], _PodAccumulator],
+    obs: DeviceObservation,
+    cycle: _Cycle,
+    fresh: bool,
+) -> list[PodDeviceSeries]:
+    """Each pod's facts on the device, whatever its containers; they carry over to ``nxt``."""
+    newest: dict[str, int | None] = {}
+    for (pod_uid, _), acc in by_pod.items():
+        seen, ts = newest.get(pod_uid), acc.last_active_us
+        newest[pod_uid] = ts if seen is None or (ts is not None and ts > seen) else seen
+    run = DeviceRun(cycle.taken_at, fresh, cycle.setup.activity_peak_window)
+    present = (PodOnDevice(uid, ts) for uid, ts in newest.items())
+    states = carry_pod_devices(run, present, cycle.state.pod_devices.get(dev.uuid, {}))
+    if states:
+        cycle.nxt.pod_devices[dev.uuid] = states
+    samples = dev.process_samples is not None
+    return [
+        PodDeviceSeries(
+            gpu=dev.index,
+            uuid=dev.uuid,
+            pod_uid=uid,
+            last_process_timestamp_seconds=state.last_process,
+            idle_since_timestamp_seconds=idle_since(state, obs.since) if samples else None,
+        )
+        for uid, state in sorted(states.items())
+    ]
+
+
 def build_snapshot(
     reading: NodeReading,
     identities: Mapping[int, CgroupIdentity],
@@ -253,6 +301,7 @@ def build_snapshot(
 ) -> tuple[Snapshot, BuilderState]:
     gpus: list[GpuSeries] = []
     pods: list[PodGpuSeries] = []
+    pod_devices: list[PodDeviceSeries] = []
     nxt = _NextState()
     cycle = _Cycle(state, nxt, setup.observation, taken_at)
     for dev in reading.devices:
@@ -271,6 +320,7 @@ def build_snapshot(
             dev.memory_total_bytes, dev.uuid, dev.model, dev.parent_uuid
         )
         pods.extend(_pod_series(dev, by_pod, allocated, cycle, fresh))
+        pod_devices.extend(_pod_device_series(dev, by_pod, obs, cycle, fresh))
     snapshot = Snapshot(
         node=setup.node,
         driver_version=reading.driver_version,
@@ -281,5 +331,6 @@ def build_snapshot(
         cluster=setup.cluster,
         memory_peak_window=format_duration(setup.observation.memory_peak_window),
         activity_peak_window=format_duration(setup.observation.activity_peak_window),
+        pod_devices=tuple(pod_devices),
     )
     return snapshot, nxt.frozen()

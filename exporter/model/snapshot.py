@@ -33,6 +33,7 @@ class GpuSeries:
     observed_since_timestamp_seconds: float | None = None
     memory_used_peak_bytes: float | None = None
     utilization_peak_ratio: float | None = None
+    last_process_timestamp_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +50,17 @@ class PodGpuSeries:
     last_active_timestamp_seconds: float | None
     vgpu_memory_allocated_bytes: float | None
     observed_since_timestamp_seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PodDeviceSeries:
+    """One pod on one device, whatever its containers: the share rules' facts."""
+
+    gpu: str
+    uuid: str
+    pod_uid: str
+    last_process_timestamp_seconds: float
+    idle_since_timestamp_seconds: float | None  # None: no per-process samples (MIG)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +94,7 @@ class Snapshot:
     # The ``window`` label of the peak series (--memory-peak-window, --activity-peak-window).
     memory_peak_window: str = "1h"
     activity_peak_window: str = "30m"
+    pod_devices: tuple[PodDeviceSeries, ...] = ()
 
     def with_health(self, health: ExporterHealth) -> Snapshot:
         return dataclasses.replace(self, health=health)
