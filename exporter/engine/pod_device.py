@@ -10,22 +10,14 @@ exporter did not see is never idleness.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class PodDeviceState:
+class PodDeviceState(NamedTuple):  # a tuple: one is made per pod and device every cycle
     last_process: float  # newest collection with a process of the pod on the device
     last_sm_active: float | None  # newest process sample of the pod with SM use above 0
-
-
-@dataclass(frozen=True, slots=True)
-class PodOnDevice:
-    """This collection's view of one pod on the device: its newest SM-active sample."""
-
-    pod_uid: str
-    last_active_us: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,11 +31,12 @@ class DeviceRun:
 
 def carry_pod_devices(
     run: DeviceRun,
-    present: Iterable[PodOnDevice],
+    present: Mapping[str, int | None],
     previous: Mapping[str, PodDeviceState],
 ) -> dict[str, PodDeviceState]:
-    """The device's pod entries (by pod UID) after this collection: pods with a process
-    now, and pods whose last process is at most ``keep_seconds`` old (none after a gap)."""
+    """The device's pod entries (by pod UID) after this collection: the ``present`` pods
+    (pod UID -> its newest SM-active sample, µs), and pods whose last process is at most
+    ``keep_seconds`` old (none after a gap)."""
     out: dict[str, PodDeviceState] = {}
     if not run.fresh:
         out = {
@@ -51,14 +44,14 @@ def carry_pod_devices(
             for key, state in previous.items()
             if run.taken_at - state.last_process <= run.keep_seconds
         }
-    for pod in present:
-        key = pod.pod_uid
+    now = run.taken_at
+    for key, active_us in present.items():
         earlier = out.get(key)
         active = None if earlier is None else earlier.last_sm_active
-        if pod.last_active_us is not None:
-            seen = pod.last_active_us / 1e6
+        if active_us is not None:
+            seen = active_us / 1e6
             active = seen if active is None or seen > active else active
-        out[key] = PodDeviceState(run.taken_at, active)
+        out[key] = PodDeviceState(now, active)
     return out
 
 

@@ -9,7 +9,6 @@ from exporter.engine.observation import DeviceObservation, ObservationSetup, obs
 from exporter.engine.pod_device import (
     DeviceRun,
     PodDeviceState,
-    PodOnDevice,
     carry_pod_devices,
     idle_since,
 )
@@ -273,18 +272,14 @@ def _pod_device_series(
         seen, ts = newest.get(pod_uid), acc.last_active_us
         newest[pod_uid] = ts if seen is None or (ts is not None and ts > seen) else seen
     run = DeviceRun(cycle.taken_at, fresh, cycle.setup.activity_peak_window)
-    present = (PodOnDevice(uid, ts) for uid, ts in newest.items())
-    states = carry_pod_devices(run, present, cycle.state.pod_devices.get(dev.uuid, {}))
+    states = carry_pod_devices(run, newest, cycle.state.pod_devices.get(dev.uuid, {}))
     if states:
         cycle.nxt.pod_devices[dev.uuid] = states
     samples = dev.process_samples is not None
+    gpu, uuid, since = dev.index, dev.uuid, obs.since
     return [
         PodDeviceSeries(
-            gpu=dev.index,
-            uuid=dev.uuid,
-            pod_uid=uid,
-            last_process_timestamp_seconds=state.last_process,
-            idle_since_timestamp_seconds=idle_since(state, obs.since) if samples else None,
+            gpu, uuid, uid, state.last_process, idle_since(state, since) if samples else None
         )
         for uid, state in sorted(states.items())
     ]

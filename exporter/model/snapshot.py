@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from exporter.model.enrichment import Enrichment
 from exporter.model.readings import MigState
@@ -52,9 +53,9 @@ class PodGpuSeries:
     observed_since_timestamp_seconds: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class PodDeviceSeries:
-    """One pod on one device, whatever its containers: the share rules' facts."""
+class PodDeviceSeries(NamedTuple):
+    """One pod on one device, whatever its containers: the share rules' facts. A tuple:
+    one is made per pod and device every collection."""
 
     gpu: str
     uuid: str
