@@ -100,7 +100,9 @@ def exporter_args(
     port: int,
     kubeconfig: Path,
     socket: Path,
+    windows: Sequence[str] = (),
 ) -> list[str]:
+    """``windows``: the peak-window flags matching the profile's rules."""
     return [
         "testbed.node",
         "serve",
@@ -122,6 +124,7 @@ def exporter_args(
         str(socket),
         "--group-label",
         GROUP_LABEL,
+        *windows,
     ]
 
 

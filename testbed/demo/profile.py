@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 
 from guardian.engine.rules.loader import parse_rule_file
-from guardian_common.durations import parse_duration_ms
+from guardian_common.durations import format_duration, parse_duration_ms
 from guardian_common.errors import ConfigError
 
 _DUR = r"(?:\d+(?:ms|s|m|h|d|w|y))+"
@@ -37,13 +37,18 @@ _OPAQUE = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|`[^`]*`|#[^\n]*')
 _TEMPLATE_ACTION = re.compile(r"\{\{.*?\}\}", re.DOTALL)
 _WORD_DURATION = re.compile(rf"\b({_DUR})\b")
 
+# The ``window`` label of the exporter's peak series names a duration inside a string.
+_WINDOW_LABEL = re.compile(rf'\bwindow(\s*=\s*)"({_DUR})"')
+
 # rule (its alert name, and ``{reason=...}`` for a rule with a `reason` label) -> the
-# comparison whose right-hand side is a number of seconds.
-SECONDS_THRESHOLDS: Mapping[str, str] = {
-    "GpuExporterStale": "> 120",
-    "PrometheusRemoteWriteBehind": "> 120",
-    # the 30m window in seconds: the pod's processes were last active within it
-    "GpuShareIdle": "< 1800",
+# comparisons whose right-hand side is a number of seconds.
+_IDLE_WINDOW = (">= 1800", "< 1800")  # the 30m window, against the exporter's fact times
+SECONDS_THRESHOLDS: Mapping[str, tuple[str, ...]] = {
+    "GpuExporterStale": ("> 120",),
+    "PrometheusRemoteWriteBehind": ("> 120",),
+    "GpuIdle": _IDLE_WINDOW,
+    "GpuActivityUnknown{reason=no_activity_metric}": _IDLE_WINDOW,
+    "GpuShareIdle": _IDLE_WINDOW,
 }
 
 
@@ -68,6 +73,21 @@ class DemoProfile:
 
     def seconds(self, value: float) -> float:
         return max(float(self.min_threshold_seconds), value / self.factor)
+
+    def window_label(self, text: str) -> str:
+        """A peak series' ``window`` label as the exporter spells the compressed window
+        (``1h`` → ``1m``), so rules select what an exporter run with
+        :meth:`exporter_windows` serves."""
+        return format_duration(max(1, round(parse_duration_ms(text) / self.factor)) / 1000)
+
+    def exporter_windows(self) -> list[str]:
+        """The exporter's peak-window flags for the compressed pack (defaults 1h and 30m)."""
+        return [
+            "--memory-peak-window",
+            self.window_label("1h"),
+            "--activity-peak-window",
+            self.window_label("30m"),
+        ]
 
 
 def _outside(text: str, pattern: re.Pattern[str], edit: Callable[[str], str]) -> str:
@@ -96,6 +116,9 @@ def compress_expr(expr: str, profile: DemoProfile) -> str:
             lambda m: m.group(1) + m.group(2) + profile.duration(m.group(3)), segment
         )
 
+    expr = _WINDOW_LABEL.sub(
+        lambda m: f'window{m.group(1)}"{profile.window_label(m.group(2))}"', expr
+    )
     return _outside(expr, _OPAQUE, code)
 
 
@@ -132,8 +155,7 @@ def compress_rule(rule: Mapping[str, Any], profile: DemoProfile, where: str) -> 
             out[key] = profile.duration(out[key])
     if isinstance(out.get("expr"), str):
         expr = compress_expr(out["expr"], profile)
-        comparison = SECONDS_THRESHOLDS.get(_rule_key(out))
-        if comparison is not None:
+        for comparison in SECONDS_THRESHOLDS.get(_rule_key(out), ()):
             expr = _threshold(expr, comparison, profile, where)
         out["expr"] = expr
     if isinstance(out.get("annotations"), Mapping):

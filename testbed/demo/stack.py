@@ -185,7 +185,10 @@ class DemoStack:
         for node, port in self.exporter_ports.items():
             scenario = self.workdir / f"scenario-{node}.yaml"
             scenario.write_text(scenario_yaml(node), encoding="utf-8")
-            args = cfg.exporter_args(node, scenario, port, kubeconfig, sockets / f"{node}.sock")
+            windows = self.options.profile.exporter_windows()
+            args = cfg.exporter_args(
+                node, scenario, port, kubeconfig, sockets / f"{node}.sock", windows
+            )
             self.exporters[node] = procs.python(f"exporter-{node}", args)
         for node, child in self.exporters.items():
             url = f"http://127.0.0.1:{self.exporter_ports[node]}"

@@ -19,6 +19,7 @@ import yaml
 
 from guardian.adapters.local_prometheus import free_loopback_port
 from guardian.model.times import parse_rfc3339
+from testbed.feeds import series_with_idle_facts
 from tests.plugins.alertmanager_fixture import AlertmanagerFactory
 
 from .live import (
@@ -57,10 +58,11 @@ def write_rule_file(path: Path) -> None:
 
 
 def fleet(now: float) -> list[Any]:
-    """45 minutes of history and the next minute: busy until 30m - ACTIVE_AFTER ago."""
+    """45 minutes of history and the next minute: busy until 30m - ACTIVE_AFTER ago; the pod
+    runs a process throughout, and the exporter's idle facts come with it."""
     times = steps(now - 45 * 60, now + 90, 5)
     busy_until = now - 30 * 60 + ACTIVE_AFTER
-    return [
+    raw = [
         series(
             "guardian_gpu_utilization_ratio", GPU, times, lambda t: 0.5 if t < busy_until else 0.0
         ),
@@ -71,6 +73,7 @@ def fleet(now: float) -> list[Any]:
             lambda t: 1.0 if t < now + ALLOCATED_UNTIL else 0.0,
         ),
     ]
+    return series_with_idle_facts(raw)
 
 
 def idle_alerts(am_url: str) -> dict[str, dict[str, Any]]:

@@ -32,6 +32,7 @@ from guardian.app.settings.config_file import load_settings
 from guardian.model.http_client import HttpClientConfig
 from guardian.model.remediation_events import StepOutcome, WorkloadRef
 from guardian.model.times import rfc3339
+from testbed.feeds import with_idle_facts
 from testbed.kubeapi import FakeKubeAPI
 from testbed.kubeapi import builders as b
 from testbed.slackapi import Channel, FakeSlack
@@ -56,7 +57,7 @@ def fleet(at: Callable[[float], float]) -> str:
             samples.append(Sample("guardian_gpu_utilization_ratio", gpu, ts, util))
             alloc = {**gpu, "namespace": "ml", "pod": pod, "container": "main", "gpu_group": "a"}
             samples.append(Sample("guardian_pod_gpu_allocated", alloc, ts, 1.0))
-    return render_openmetrics(samples)
+    return render_openmetrics(with_idle_facts(samples))  # each pod runs a process on its GPU
 
 
 def seed(kube: FakeKubeAPI) -> None:

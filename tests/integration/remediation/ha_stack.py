@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from guardian.adapters.ledger import Ledger
 from guardian.adapters.local_prometheus import free_loopback_port
+from guardian.adapters.openmetrics import Sample, format_value
 from guardian.model.remediation_events import LadderStep, StepOutcome
 from guardian.model.shared_episode import SharedEpisode
 from guardian.model.times import parse_rfc3339
@@ -29,6 +30,7 @@ from testbed.demo.observers import get_json, shared_episodes
 from testbed.demo.processes import ProcessGroup
 from testbed.demo.profile import DemoProfile, write_profile_rules
 from testbed.demo.replicas import Replicas
+from testbed.feeds import FactSetup, latest, with_idle_facts
 from testbed.kubeapi import FakeKubeAPI
 from testbed.kubeapi import builders as b
 from testbed.slackapi import Channel, FakeSlack
@@ -88,16 +90,34 @@ spec:
     return "---\n".join(docs)
 
 
-def exposition(now: float) -> str:
-    """What node n1's exporter says right now."""
+# The exporter's idle facts over the compressed windows, named as the compressed pack reads them.
+FACTS = FactSetup(
+    activity_window=1800 / FACTOR,
+    memory_window=3600 / FACTOR,
+    window_labels=(DemoProfile(FACTOR).window_label("30m"), DemoProfile(FACTOR).window_label("1h")),
+)
+
+
+def _line(sample: Sample) -> str:
+    labels = ",".join(f'{k}="{v}"' for k, v in sample.labels.items())
+    return f"{sample.name}{{{labels}}} {format_value(sample.value)}"
+
+
+def exposition(now: float, started: float) -> str:
+    """What node n1's exporter, reading its GPUs since ``started``, says right now: each
+    pod runs a process on its GPU, and the idle facts of that (constant) history."""
     node = f'cluster="{cfg.CLUSTER}",node="{NODE}"'
     lines = [f"guardian_exporter_nvml_up{{{node}}} 1"]
     lines.append(f"guardian_exporter_last_success_timestamp_seconds{{{node}}} {now:.3f}")
+    raw: list[Sample] = []
     for gpu in FLEET:
-        dev = f'{node},uuid="{gpu.uuid}",gpu="{gpu.index}"'
-        lines.append(f"guardian_gpu_utilization_ratio{{{dev}}} {gpu.utilization}")
-        owner = f'namespace="{gpu.namespace}",pod="{gpu.pod}",container="main",gpu_group="ha"'
-        lines.append(f"guardian_pod_gpu_allocated{{{dev},{owner}}} 1")
+        dev = {"cluster": cfg.CLUSTER, "node": NODE, "uuid": gpu.uuid, "gpu": str(gpu.index)}
+        owner = {"namespace": gpu.namespace, "pod": gpu.pod, "container": "main"}
+        for at in sorted({started, now}):
+            raw.append(Sample("guardian_gpu_utilization_ratio", dev, at, gpu.utilization))
+            alloc = {**dev, **owner, "gpu_group": "ha"}
+            raw.append(Sample("guardian_pod_gpu_allocated", alloc, at, 1.0))
+    lines += [_line(s) for s in latest(with_idle_facts(raw, setup=FACTS), now)]
     return "\n".join(lines) + "\n"
 
 
@@ -105,12 +125,14 @@ def exposition(now: float) -> str:
 def live_exporter() -> Iterator[int]:
     """Serve ``exposition`` on a loopback port, computed at each scrape."""
 
+    started = time.time()
+
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: object) -> None:
             return
 
         def do_GET(self) -> None:
-            body = exposition(time.time()).encode()
+            body = exposition(time.time(), started).encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4")
             self.send_header("Content-Length", str(len(body)))

@@ -32,6 +32,7 @@ from guardian.engine.rules.compiled import TemplateEnv
 from guardian.engine.rules.group_eval import CompiledGroup
 from guardian.engine.rules.loader import parse_rule_file
 from guardian.model.http_client import HttpClientConfig
+from testbed.feeds import with_idle_facts
 from testbed.kubeapi import FakeKubeAPI
 from testbed.kubeapi import builders as b
 
@@ -89,7 +90,7 @@ def fleet_metrics() -> str:
             samples.append(Sample("guardian_gpu_utilization_ratio", gpu, ts, util))
             alloc = {**gpu, "namespace": ns, "pod": pod, "container": "main", "gpu_group": "a"}
             samples.append(Sample("guardian_pod_gpu_allocated", alloc, ts, 1.0))
-    return render_openmetrics(samples)
+    return render_openmetrics(with_idle_facts(samples))  # each pod runs a process on its GPU
 
 
 def seed_cluster(kube: FakeKubeAPI) -> None:

@@ -29,6 +29,7 @@ from guardian.model.labels import LabelSet
 from guardian.model.policies_load import parse_policies
 from guardian.model.reclaim import FiringAlert
 from guardian.model.remediation_events import WorkloadRef
+from testbed.feeds import with_idle_facts
 from testbed.kubeapi import FakeKubeAPI
 from testbed.kubeapi import builders as b
 
@@ -84,7 +85,7 @@ def two_clusters(
             if uid:
                 alloc["pod_uid"] = uid
             samples.append(Sample("guardian_pod_gpu_allocated", alloc, ts, 1.0))
-    return render_openmetrics(samples)
+    return render_openmetrics(with_idle_facts(samples))  # each pod runs a process on its GPU
 
 
 def seed_cluster_a(kube: FakeKubeAPI) -> dict[str, str]:

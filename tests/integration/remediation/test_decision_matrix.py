@@ -16,6 +16,7 @@ import pytest
 
 from guardian.adapters.openmetrics import Sample, render_openmetrics
 from guardian.model.policies import NOTEBOOK_STOPPED
+from testbed.feeds import with_idle_facts
 from testbed.kubeapi import FakeKubeAPI
 from testbed.kubeapi import builders as b
 
@@ -97,7 +98,7 @@ def metrics() -> str:
                 samples.append(Sample("guardian_gpu_utilization_ratio", gpu, ts, util))
                 alloc = {**gpu, "namespace": NS, "pod": pod, "container": "main", "gpu_group": "a"}
                 samples.append(Sample("guardian_pod_gpu_allocated", alloc, ts, 1.0))
-    return render_openmetrics(samples)
+    return render_openmetrics(with_idle_facts(samples))  # each pod runs a process on its GPU
 
 
 def owner(kube: FakeKubeAPI, row: Row) -> dict[str, Any]:

@@ -84,8 +84,9 @@ def _drain(parts: ControllerParts) -> None:
 # reproveAfterOutage: the idle window seen again since the evidence came back.
 SHAPES = [
     pytest.param(10, "0s", 1, id="10m outage: reclaim one evaluation after it"),
-    # GpuIdle looks back 32m (a 30m max over a 2m rate): the reclaim 32m after the evidence.
-    pytest.param(34, "20m", 32, id="34m outage: the idle window proven again"),
+    # GpuIdle looks back 30m (the allocation's `offset 30m`; its facts are one sample
+    # each): the reclaim 30m after the evidence.
+    pytest.param(34, "20m", 30, id="34m outage: the idle window proven again"),
 ]
 
 

@@ -38,6 +38,7 @@ from guardian.engine.rules.render import RenderOptions, render
 from guardian.model.alerts import EvaluationHealth
 from guardian.model.remediation_events import WorkloadRef
 from guardian.model.series import TimeSeries
+from testbed.feeds import as_series, with_idle_facts
 from testbed.kubeapi import FakeKubeAPI
 from tests.integration.alertmanager.live import push, steps, wait_until
 
@@ -100,13 +101,17 @@ def for_state_rows(now: float) -> list[Row]:
     return out
 
 
+def fed(now: float) -> list[Sample]:
+    """The exporters' samples, from 80 minutes ago to 5 minutes ahead, with the idle facts
+    of that whole history (each pod runs a process on its GPU)."""
+    times = steps(now - 80 * 60, now - 60, 60) + steps(now, now + 5 * 60, 60)
+    raw = [Sample(name, labels, ts, value) for ts in times for name, labels, value in rows(ts, now)]
+    return with_idle_facts(raw)
+
+
 def history(now: float) -> str:
     """The blocks: 80 minutes up to a minute ago, and GpuIdle's for-state until 41m ago."""
-    samples = [
-        Sample(name, labels, ts, value)
-        for ts in steps(now - 80 * 60, now - 60, 60)
-        for name, labels, value in rows(ts, now)
-    ]
+    samples = [s for s in fed(now) if s.timestamp < now]
     samples += [
         Sample(name, labels, ts, value)
         for ts in steps(now - 45 * 60, now - 41 * 60, 60)
@@ -117,16 +122,7 @@ def history(now: float) -> str:
 
 def live(now: float) -> list[TimeSeries]:
     """The next five minutes, pushed once Prometheus is up (the exporters keep reporting)."""
-    points: dict[tuple[str, tuple[tuple[str, str], ...]], list[tuple[int, float]]] = {}
-    for ts in steps(now, now + 5 * 60, 60):
-        for name, labels, value in rows(ts, now):
-            points.setdefault((name, tuple(sorted(labels.items()))), []).append(
-                (round(ts * 1000), value)
-            )
-    return [
-        TimeSeries({"__name__": name, **dict(labels)}, samples)
-        for (name, labels), samples in points.items()
-    ]
+    return as_series(s for s in fed(now) if s.timestamp >= now)
 
 
 def rendered_pack(path: Path, broken: bool = False) -> None:

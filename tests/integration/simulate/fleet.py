@@ -2,7 +2,8 @@
 
 Every series is one sample a minute (or ``step``) from ``T0``; a workload is a pod
 holding one GPU over some minutes with a utilization per minute. Gaps leave a node's
-every series out, as a dead exporter does.
+every series out, as a dead exporter does. Each holder runs a process on its GPU, and the
+exporter's idle facts (observed since the node's first reading, or since its gap) come with it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from guardian.adapters.openmetrics import Sample
+from testbed.feeds import with_idle_facts
 
 T0 = 1_700_006_400.0  # 2023-11-15T00:00:00Z: days in the report start at T0
 CLUSTER = "c1"
@@ -92,4 +94,4 @@ class Fleet:
                         "gpu_group": holder.group,
                     }
                     out.append(Sample("guardian_pod_gpu_allocated", alloc, ts, 1.0))
-        return out
+        return with_idle_facts(out)

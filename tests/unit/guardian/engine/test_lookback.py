@@ -36,4 +36,5 @@ def test_the_longest_path_of_ranges_and_offsets(expr: str, minutes: float) -> No
 def test_the_shipped_idle_rule_looks_back_over_its_window() -> None:
     pack = yaml.safe_load((ROOT / "rules/guardian/idle.yaml").read_text(encoding="utf-8"))
     rules = {r["alert"]: r["expr"] for g in pack["groups"] for r in g["rules"] if "alert" in r}
-    assert lookback_seconds(rules["GpuIdle"]) == 32 * 60  # the 30m peak of 2m rates
+    # The facts are one sample each; the allocation's `offset 30m` is the window.
+    assert lookback_seconds(rules["GpuIdle"]) == 30 * 60

@@ -80,11 +80,14 @@ def _rules(text: str) -> dict[str, dict[str, object]]:
     return {f"{r['alert']}/{r['labels'].get('reason', '')}": r for g in groups for r in g["rules"]}
 
 
-def test_the_shipped_idle_rule_is_compressed_exactly() -> None:
-    source = ROOT / "rules/guardian/idle.yaml"
-    rule = _rules(compress_rule_file(source.read_text(), str(source), P60))["GpuIdle/"]
-    expr = str(rule["expr"])
-    assert rule["for"] == "5s"
+def _window_form_idle_expr() -> str:
+    """The guardian pack's earlier, window-based GpuIdle (the benchmark's baseline)."""
+    source = ROOT / "bench/packs/guardian-window/idle.yaml"
+    return str(yaml.safe_load(source.read_text())["groups"][0]["rules"][0]["expr"])
+
+
+def test_a_window_rule_is_compressed_exactly() -> None:
+    expr = compress_expr(_window_form_idle_expr(), P60)
     assert "[30s]" in expr
     assert "[30s:1s]" in expr
     assert "rate(guardian_gpu_busy_seconds_total[2s])" in expr
@@ -107,13 +110,32 @@ def test_seconds_thresholds_scale_with_a_floor() -> None:
     assert ") > 30\n" in str(rules["GpuExporterStale/"]["expr"])
 
 
-def test_the_share_rules_last_active_window_scales() -> None:
-    source = ROOT / "rules/guardian/sharing.yaml"
-    rules = _rules(compress_rule_file(source.read_text(), str(source), P60))
-    idle = str(rules["GpuShareIdle/"]["expr"])
-    assert idle.count(") < 30\n") == 1  # 1800 s / 60, in the branch that has it
-    assert "1800" not in idle
-    assert rules["GpuShareIdle/"]["annotations"]["idle_window"] == "30s"
+def test_the_idle_rules_fact_windows_scale_and_select_the_exporters_window_label() -> None:
+    for name, alerts in (
+        ("sharing.yaml", ("GpuShareIdle/",)),
+        ("idle.yaml", ("GpuIdle/", "GpuActivityUnknown/no_activity_metric")),
+    ):
+        source = ROOT / "rules/guardian" / name
+        rules = _rules(compress_rule_file(source.read_text(), str(source), P60))
+        for alert in alerts:
+            expr = str(rules[alert]["expr"])
+            assert "1800" not in expr, alert
+            assert ">= 30\n" in expr, alert
+            assert "< 30\n" in expr, alert
+            assert 'window="30m"' not in expr, alert
+    share = rules_of("sharing.yaml")["GpuShareIdle/"]
+    assert 'guardian_gpu_utilization_peak_ratio{window="30s"}' in str(share["expr"])
+    assert share["annotations"]["idle_window"] == "30s"
+    memory = str(rules_of("memory.yaml")["GpuMemoryUnderutilized/"]["expr"])
+    assert (
+        'guardian_gpu_memory_used_peak_bytes{window="1m"}' in memory
+    )  # as the exporter spells 60 s
+    assert P60.exporter_windows() == ["--memory-peak-window", "1m", "--activity-peak-window", "30s"]
+
+
+def rules_of(name: str) -> dict[str, dict[str, object]]:
+    source = ROOT / "rules/guardian" / name
+    return _rules(compress_rule_file(source.read_text(), str(source), P60))
 
 
 def test_a_missing_seconds_threshold_is_an_error() -> None:
@@ -146,9 +168,9 @@ def test_factor_must_be_positive() -> None:
 
 
 def test_factor_one_changes_no_duration() -> None:
+    assert "[1800s]" in compress_expr(_window_form_idle_expr(), DemoProfile(factor=1))
     source = ROOT / "rules/guardian/idle.yaml"
     rule = _rules(compress_rule_file(source.read_text(), str(source), DemoProfile(factor=1)))[
         "GpuIdle/"
     ]
-    assert "[1800s]" in str(rule["expr"])
     assert rule["for"] == "300s"
