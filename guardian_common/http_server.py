@@ -367,3 +367,23 @@ class LimitedHTTPServer(HTTPServer):
         self._deadlines.close()
         self._wake_r.close()
         self._wake_w.close()
+
+
+class ServerThread:
+    """Serves ``_server`` from a daemon thread named ``thread_name`` between start and stop."""
+
+    _server: LimitedHTTPServer
+    _thread: threading.Thread | None = None
+    thread_name = "http"
+
+    def start(self) -> None:
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name=self.thread_name, daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(5)

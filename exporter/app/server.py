@@ -22,7 +22,13 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
 from exporter.app.collection import SnapshotStore
 from guardian_common.http_auth import Authenticator
-from guardian_common.http_server import PROBE_PATHS, LimitedHTTPServer, ServerLimits, ServerTls
+from guardian_common.http_server import (
+    PROBE_PATHS,
+    LimitedHTTPServer,
+    ServerLimits,
+    ServerThread,
+    ServerTls,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -193,7 +199,9 @@ class _Server(LimitedHTTPServer, WSGIServer):
     """The limits of LimitedHTTPServer, the environ of WSGIServer."""
 
 
-class HttpServer:
+class HttpServer(ServerThread):
+    thread_name = "guardian-exporter-http"
+
     def __init__(
         self,
         app: ExporterApp,
@@ -206,20 +214,7 @@ class HttpServer:
         limits = limits or ServerLimits(request_timeout=REQUEST_TIMEOUT_S)
         self._server = _Server((host, port), _Handler, limits=limits, tls=tls)
         self._server.set_app(app)
-        self._thread: threading.Thread | None = None
 
     @property
     def port(self) -> int:
         return int(self._server.server_address[1])
-
-    def start(self) -> None:
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="guardian-exporter-http", daemon=True
-        )
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(5)

@@ -22,12 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import requests
 
-from guardian.adapters.http_credentials import (
-    Endpoint,
-    credentials,
-    secrets_of,
-    shown_url,
-)
+from guardian.adapters.http_credentials import EndpointClient
 from guardian.model.alertmanager_api import AlertStatus, PostableAlert, Silence, StoredAlert
 from guardian.model.http_client import HttpClientConfig
 from guardian.model.labels import LabelSet
@@ -147,27 +142,17 @@ def _version() -> str:
 
 
 # ------------------------------------------------------------------ client
-class AlertmanagerClient:
+class AlertmanagerClient(EndpointClient):
     """One Alertmanager. ``config.url`` is its base URL, with any path prefix (``/am``)."""
 
-    def __init__(self, config: HttpClientConfig, *, session: requests.Session | None = None):
-        self.config = config
-        self.name = shown_url(config)  # in logs, errors and metric labels: no credentials
-        self._base = urlsplit(config.url)
-        self._secrets = secrets_of(config)
-        self._auth = credentials(config, self._secrets)
-        self._session = session if session is not None else requests.Session()
-        self._headers = {**config.headers, "User-Agent": f"gpu-guardian/{_version()}"}
-        self._endpoint = Endpoint(
-            config,
-            self._auth,
-            f"Alertmanager {self.name}",
-            rejected=AlertmanagerRejected,
-            unavailable=AlertmanagerUnavailable,
-        )
+    kind = "Alertmanager"
+    rejected = AlertmanagerRejected
+    unavailable = AlertmanagerUnavailable
 
-    def close(self) -> None:
-        self._session.close()
+    def __init__(self, config: HttpClientConfig, *, session: requests.Session | None = None):
+        super().__init__(config, session=session)
+        self._base = urlsplit(config.url)
+        self._headers = {**config.headers, "User-Agent": f"gpu-guardian/{_version()}"}
 
     def post_alerts(self, body: bytes) -> None:
         """POST an encoded alert list. Raises AlertmanagerUnavailable/AlertmanagerRejected."""

@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from guardian.adapters.sqlite_db import Database, MigrationSet
+from guardian.adapters.sqlite_db import Database, MigrationSet, TableStore
 
 CLUSTER_CHECK_MIGRATIONS = MigrationSet(
     "cluster_check",
@@ -35,14 +35,8 @@ class Misconfiguration:
     last_seen: float
 
 
-class MisconfigurationStore:
-    def __init__(self, db: Database) -> None:
-        self.db = db
-
-    @classmethod
-    def attach(cls, db: Database) -> MisconfigurationStore:
-        db.migrate([CLUSTER_CHECK_MIGRATIONS])
-        return cls(db)
+class MisconfigurationStore(TableStore):
+    MIGRATIONS = CLUSTER_CHECK_MIGRATIONS
 
     def replace(self, messages: Sequence[str], now: float) -> None:
         """Make ``messages`` the current set; one found before keeps when it was first."""

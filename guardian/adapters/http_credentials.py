@@ -14,7 +14,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import requests
 
@@ -198,3 +198,29 @@ class Endpoint:
             raise self.unavailable(
                 f"{self.prefix}: cannot connect ({type(exc).__name__})"
             ) from None
+
+
+class EndpointClient:
+    """A client of one server (``config.url``): its credentials, session and
+    :class:`Endpoint`; errors open with ``kind`` and the URL, without credentials."""
+
+    kind: ClassVar[str]
+    rejected: ClassVar[type[Exception]]
+    unavailable: ClassVar[type[Exception]]
+
+    def __init__(self, config: HttpClientConfig, *, session: requests.Session | None = None):
+        self.config = config
+        self.name = shown_url(config)  # in logs, errors and metric labels: no credentials
+        self._secrets = secrets_of(config)
+        self._auth = credentials(config, self._secrets)
+        self._session = session if session is not None else requests.Session()
+        self._endpoint = Endpoint(
+            config,
+            self._auth,
+            f"{self.kind} {self.name}",
+            rejected=self.rejected,
+            unavailable=self.unavailable,
+        )
+
+    def close(self) -> None:
+        self._session.close()

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from guardian.adapters.sqlite_db import Database, MigrationSet
+from guardian.adapters.sqlite_db import Database, MigrationSet, TableStore
 from guardian.model.labels import LabelSet
 from guardian.model.reclaim import LedgerEntry, LedgerView
 from guardian.model.remediation_events import (
@@ -150,9 +150,8 @@ def _outages(events: Sequence[RemediationEvent]) -> dict[str, tuple[float, float
     return out
 
 
-class Ledger:
-    def __init__(self, db: Database) -> None:
-        self.db = db
+class Ledger(TableStore):
+    MIGRATIONS = LEDGER_MIGRATIONS
 
     @classmethod
     def open_existing(cls, path: str) -> Ledger:
@@ -164,12 +163,6 @@ class Ledger:
     @classmethod
     def open(cls, path: str, extra: Sequence[MigrationSet] = ()) -> Ledger:
         return cls(Database.open(path, [LEDGER_MIGRATIONS, *extra]))
-
-    @classmethod
-    def attach(cls, db: Database) -> Ledger:
-        """Use the database another component opened (the engine's), adding our tables."""
-        db.migrate([LEDGER_MIGRATIONS])
-        return cls(db)
 
     # ---------------------------------------------------------------- writing
     def record(self, event: RemediationEvent, *, dedupe: bool = False) -> RemediationEvent | None:

@@ -13,16 +13,8 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import requests
-
-from guardian.adapters.http_credentials import (
-    Endpoint,
-    credentials,
-    secrets_of,
-    shown_url,
-)
+from guardian.adapters.http_credentials import EndpointClient
 from guardian.model.alerts import AlertState
-from guardian.model.http_client import HttpClientConfig
 from guardian.model.labels import LabelSet
 from guardian.model.remote_rules import RemoteAlert, RemoteGroup, RemoteRule
 from guardian.model.times import parse_rfc3339
@@ -103,25 +95,12 @@ def parse_rule_groups(body: Any) -> tuple[RemoteGroup, ...]:
         raise RulesRejected(f"unreadable /api/v1/rules answer: {exc}") from exc
 
 
-class PrometheusRulesReader:
+class PrometheusRulesReader(EndpointClient):
     """One Prometheus or Thanos Ruler. Thread-safe for reads."""
 
-    def __init__(self, config: HttpClientConfig, *, session: requests.Session | None = None):
-        self.config = config
-        self.name = shown_url(config)
-        self._secrets = secrets_of(config)
-        self._auth = credentials(config, self._secrets)
-        self._session = session if session is not None else requests.Session()
-        self._endpoint = Endpoint(
-            config,
-            self._auth,
-            f"rules of {self.name}",
-            rejected=RulesRejected,
-            unavailable=RulesUnavailable,
-        )
-
-    def close(self) -> None:
-        self._session.close()
+    kind = "rules of"
+    rejected = RulesRejected
+    unavailable = RulesUnavailable
 
     def groups(self) -> tuple[RemoteGroup, ...]:
         base = urlsplit(self.config.url)

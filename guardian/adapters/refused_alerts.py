@@ -13,7 +13,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from guardian.adapters.sqlite_db import Database, MigrationSet
+from guardian.adapters.sqlite_db import MigrationSet, TableStore
 from guardian.model.labels import LabelSet
 
 logger = logging.getLogger(__name__)
@@ -47,14 +47,8 @@ def _labels_json(labels: LabelSet) -> str:
     return json.dumps(labels.items_sorted, separators=(",", ":"), ensure_ascii=False)
 
 
-class RefusedAlertStore:
-    def __init__(self, db: Database) -> None:
-        self.db = db
-
-    @classmethod
-    def attach(cls, db: Database) -> RefusedAlertStore:
-        db.migrate([REFUSED_ALERTS_MIGRATIONS])
-        return cls(db)
+class RefusedAlertStore(TableStore):
+    MIGRATIONS = REFUSED_ALERTS_MIGRATIONS
 
     def replace(self, refused: Sequence[tuple[LabelSet, str, str]], now: float) -> None:
         """Make (labels, refusal, reason) the current set; an alert refused before keeps

@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar, Self
 
 from guardian_common.errors import ConfigError
 from guardian_common.files import not_regular
@@ -118,6 +119,21 @@ class Database:
                 logger.info(
                     "state database: %s schema now at v%s", migration.component, version + 1
                 )
+
+
+class TableStore:
+    """A component's tables (``MIGRATIONS``) in a shared database."""
+
+    MIGRATIONS: ClassVar[MigrationSet]
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @classmethod
+    def attach(cls, db: Database) -> Self:
+        """Use the database another component opened (the engine's), adding our tables."""
+        db.migrate([cls.MIGRATIONS])
+        return cls(db)
 
 
 _PRAGMAS = (

@@ -25,7 +25,7 @@ import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from guardian.adapters.kube.credentials import api_access
 from guardian.adapters.ledger import Ledger
@@ -66,6 +66,10 @@ from guardian.model.alerts import (
 from guardian_common.errors import ConfigError, PermanentError
 
 logger = logging.getLogger(__name__)
+
+
+class _Service(Protocol):
+    def start(self) -> None: ...
 
 
 class ControllerParts:
@@ -180,12 +184,14 @@ class ControllerParts:
     def start(self, on_leadership_lost: Callable[[], None]) -> None:
         if self.remediation is not None:
             self.remediation.start_leader_election(on_lost=on_leadership_lost)
-        if self.notifier is not None:
-            self.notifier.start()
-        if self.interactivity is not None:
-            self.interactivity.start()
-        if self.alertmanager is not None:
-            self.alertmanager.start()
+        services: tuple[_Service | None, ...] = (
+            self.notifier,
+            self.interactivity,
+            self.alertmanager,
+        )
+        for service in services:
+            if service is not None:
+                service.start()
 
     def prepare_reload(
         self, settings: Settings, groups: Sequence[CompiledGroup]

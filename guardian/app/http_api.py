@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -34,7 +33,7 @@ from guardian.app.settings.web import WebSettings
 from guardian.model.times import parse_rfc3339, rfc3339
 from guardian_common.errors import GuardianError, PermanentError, TransientError
 from guardian_common.http_auth import Authenticator, load_users
-from guardian_common.http_server import LimitedHTTPServer, ServerLimits, ServerTls
+from guardian_common.http_server import LimitedHTTPServer, ServerLimits, ServerThread, ServerTls
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +117,9 @@ def web_guard(web: WebSettings) -> WebGuard:
     return WebGuard(auth, tls, limits)
 
 
-class EngineHTTPServer:
+class EngineHTTPServer(ServerThread):
+    thread_name = "guardian-http"
+
     def __init__(
         self,
         engine: RuleEngine,
@@ -145,7 +146,6 @@ class EngineHTTPServer:
         self._server = LimitedHTTPServer(
             (host, port), Handler, limits=self.guard.limits, tls=self.guard.tls
         )
-        self._thread: threading.Thread | None = None
 
     @property
     def address(self) -> tuple[str, int]:
@@ -155,16 +155,6 @@ class EngineHTTPServer:
     @property
     def scheme(self) -> str:
         return "https" if self.guard.tls is not None else "http"
-
-    def start(self) -> None:
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="guardian-http", daemon=True
-        )
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
         path, _, query = handler.path.partition("?")

@@ -3,17 +3,19 @@
 The leader keeps one ``SharedEpisode`` per episode in the cluster (the adapters' episode
 store): the steps applied with their times, the step in flight, the next step and its
 due time (the grace deadline), and the Slack parent of the episode, so that a new leader
-neither repeats a step nor opens a second Slack thread. Pure data.
+neither repeats a step nor opens a second Slack thread. Pure data, and what a wait said
+makes of a record (``with_wait``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
 from guardian.model.labels import LabelSet
+from guardian.model.reclaim import Wait
 from guardian.model.remediation_events import HoldKind, LadderStep, StepOutcome, WorkloadRef
 
 
@@ -95,3 +97,23 @@ class SharedEpisode:
     def done(self, step: LadderStep) -> StepMark | None:
         """The first mark of ``step``, applied or dry-run."""
         return next((m for m in self.steps if m.step is step), None)
+
+
+def says_news(rec: SharedEpisode, wait: Wait) -> bool:
+    """Whether ``wait`` says something the episode's record has not said yet."""
+    if wait.kind is HoldKind.OUTAGE:
+        return rec.outage is None or rec.outage.resumed_at is not None
+    return (rec.planned, rec.hold) != (wait.reason, wait.kind)
+
+
+def with_wait(rec: SharedEpisode, wait: Wait, now: float) -> SharedEpisode:
+    """The record once ``wait`` is said: what it waits for, and why (and, when it is a
+    pending step, the next step and its due time; for an outage, since when)."""
+    new = replace(rec, planned=wait.reason, hold=wait.kind, updated_at=now)
+    if wait.kind is HoldKind.OUTAGE:
+        return replace(new, outage=Outage(now))
+    if wait.kind is HoldKind.GAVE_UP:
+        return replace(new, next_step=None, next_step_due=None)
+    if wait.refused:  # a refusal leaves the next step as it was
+        return new
+    return replace(new, next_step=wait.next_step, next_step_due=wait.next_step_due)

@@ -27,10 +27,11 @@ from guardian.model.remediation_events import HoldKind, LadderStep, StepOutcome,
 from guardian.model.shared_episode import (
     EpisodeState,
     InFlight,
-    Outage,
     SharedEpisode,
     SlackParent,
     StepMark,
+    says_news,
+    with_wait,
 )
 from guardian.model.times import rfc3339
 from guardian_common.errors import GuardianError, PermanentError
@@ -164,22 +165,14 @@ class EpisodeJournal:
             if outcome is not StepOutcome.APPLIED:
                 return new
             if step is LadderStep.RECLAIM:
-                return replace(
-                    new,
-                    state=EpisodeState.RECLAIMED,
-                    next_step=None,
-                    next_step_due=None,
-                    original_replicas=original_replicas,
+                new = replace(
+                    new, state=EpisodeState.RECLAIMED, original_replicas=original_replicas
                 )
-            if step is LadderStep.RESTORE:
-                return replace(
-                    new,
-                    state=EpisodeState.RESTORED,
-                    ended_at=now,
-                    next_step=None,
-                    next_step_due=None,
-                )
-            return new
+            elif step is LadderStep.RESTORE:
+                new = replace(new, state=EpisodeState.RESTORED, ended_at=now)
+            else:
+                return new
+            return replace(new, next_step=None, next_step_due=None)  # none after these two
 
         self.store.update(action.episode, change, now)
 
@@ -206,11 +199,11 @@ class EpisodeJournal:
         cur = self.store.get(wait.episode)
         if cur is None:
             return None  # no shared record (nothing done yet): the ledger decides
-        if not _news(cur, wait):
+        if not says_news(cur, wait):
             return False
 
         def change(rec: SharedEpisode | None) -> SharedEpisode | None:
-            if rec is None or not _news(rec, wait):
+            if rec is None or not says_news(rec, wait):
                 return rec
             return with_wait(rec, wait, now)
 
@@ -232,7 +225,7 @@ class EpisodeJournal:
         def change(rec: SharedEpisode | None) -> SharedEpisode | None:
             if rec is None or rec.outage is None or rec.outage.resumed_at is not None:
                 return rec
-            ended = replace(rec, outage=Outage(rec.outage.since, now), updated_at=now)
+            ended = replace(rec, outage=replace(rec.outage, resumed_at=now), updated_at=now)
             # What was said during the outage no longer holds; what was said since does.
             return replace(ended, hold=None, planned="") if rec.hold is HoldKind.OUTAGE else ended
 
@@ -305,23 +298,3 @@ class EpisodeJournal:
             logger.warning("shared state unreadable, Slack threads not handed over: %s", exc)
             return False
         return True
-
-
-def _news(rec: SharedEpisode, wait: Wait) -> bool:
-    """Whether ``wait`` says something the episode's record has not said yet."""
-    if wait.kind is HoldKind.OUTAGE:
-        return rec.outage is None or rec.outage.resumed_at is not None
-    return (rec.planned, rec.hold) != (wait.reason, wait.kind)
-
-
-def with_wait(rec: SharedEpisode, wait: Wait, now: float) -> SharedEpisode:
-    """The record once ``wait`` is said: what it waits for, and why (and, when it is a
-    pending step, the next step and its due time; for an outage, since when)."""
-    new = replace(rec, planned=wait.reason, hold=wait.kind, updated_at=now)
-    if wait.kind is HoldKind.OUTAGE:
-        return replace(new, outage=Outage(now))
-    if wait.kind is HoldKind.GAVE_UP:
-        return replace(new, next_step=None, next_step_due=None)
-    if wait.refused:  # a refusal leaves the next step as it was
-        return new
-    return replace(new, next_step=wait.next_step, next_step_due=wait.next_step_due)

@@ -45,18 +45,12 @@ class _Found:
     labels: LabelSet
 
 
+@dataclass(eq=False)
 class Reconciler:
-    def __init__(
-        self,
-        ledger: Ledger,
-        recorder: StepRecorder,
-        events: EventRecorder,
-        journal: EpisodeJournal | None = None,
-    ) -> None:
-        self.ledger = ledger
-        self.recorder = recorder
-        self.events = events
-        self.journal = journal
+    ledger: Ledger
+    recorder: StepRecorder
+    events: EventRecorder
+    journal: EpisodeJournal | None = None
 
     def run(self, view: LedgerView, snapshot: ClusterSnapshot, now: float) -> None:
         for ref, (episode, _started, policy) in view.open_episodes.items():

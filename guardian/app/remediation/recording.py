@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from guardian.adapters.kube.executor import Result, original_replicas, restore_command
 from guardian.adapters.ledger import EpisodeState, Ledger
@@ -25,19 +26,14 @@ from guardian_common.durations import format_duration
 logger = logging.getLogger(__name__)
 
 
+@dataclass(eq=False)
 class StepRecorder:
     """Events go to ``ledger``; without one (``guardian restore`` given no state) nowhere.
     With a ``journal``, each step's outcome also settles (or releases) its shared claim."""
 
-    def __init__(
-        self,
-        ledger: Ledger | None,
-        metrics: RemediationMetrics,
-        journal: EpisodeJournal | None = None,
-    ) -> None:
-        self.ledger = ledger
-        self.metrics = metrics
-        self.journal = journal
+    ledger: Ledger | None
+    metrics: RemediationMetrics
+    journal: EpisodeJournal | None = None
 
     def record(self, event: RemediationEvent, *, dedupe: bool = False) -> None:
         """Append ``event`` (with ``dedupe``: unless it repeats the last one) and count it."""

@@ -75,19 +75,16 @@ def group_slots(group: CompiledGroup, start: float, end: float) -> list[int]:
     return out
 
 
+@dataclass(eq=False)
 class TimelineBuilder:
-    def __init__(
-        self,
-        request: TimelineRequest,
-        fetcher: RangeFetcher,
-        instant: InstantQuery,
-        progress: Progress | None = None,
-    ) -> None:
-        self.request = request
-        self.fetcher = fetcher
-        self.instant = instant
-        self.progress = progress or NoProgress()
-        self.replays = [GroupReplay(g, request.env, instant) for g in request.groups]
+    request: TimelineRequest
+    fetcher: RangeFetcher
+    instant: InstantQuery
+    progress: Progress = field(default_factory=NoProgress)
+
+    def __post_init__(self) -> None:
+        env = self.request.env
+        self.replays = [GroupReplay(g, env, self.instant) for g in self.request.groups]
 
     def build(self) -> Timeline:
         request = self.request

@@ -29,7 +29,7 @@ from guardian.engine.report.profiles import MODEL, MetricProfile, matchers
 from guardian.engine.simulate.identity import pod_pattern
 from guardian.engine.simulate.pod_tracks import GpuTrack, device_of
 from guardian.engine.simulate.reclaim_outcomes import WorkloadUsage, usage_of
-from guardian.engine.simulate.replay_records import WouldStep
+from guardian.engine.simulate.replay_records import InCluster, WouldStep
 from guardian.model.history import TimeRange
 from guardian.model.query import QueryResult, RangeSeries
 from guardian.model.reclaim import MemberPod
@@ -191,12 +191,7 @@ class UsageCache:
         self.query = query
         self.usages: dict[WorkloadRef, WorkloadUsage] = {}
 
-    def load(
-        self,
-        roots: Sequence[tuple[WorkloadRef, str]],
-        ahead: Sequence[tuple[WorkloadRef, str]],
-        now: float,
-    ) -> None:
+    def load(self, roots: Sequence[InCluster], ahead: Sequence[InCluster], now: float) -> None:
         if all(ref in self.usages for ref, _cluster in roots):
             return
         wanted = dict(ahead) | dict(roots)
@@ -209,7 +204,7 @@ class UsageCache:
         return None if usage is None else usage.members(now)
 
     def __call__(
-        self, steps: Sequence[WouldStep], candidates: Sequence[tuple[WorkloadRef, str]]
+        self, steps: Sequence[WouldStep], candidates: Sequence[InCluster]
     ) -> dict[WorkloadRef, float | None]:
         at = steps[0].at
         self.load([(s.workload, s.alert_labels.get("cluster", "")) for s in steps], candidates, at)

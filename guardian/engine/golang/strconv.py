@@ -114,14 +114,21 @@ _ESCAPES = {
 }
 
 
-def unquote(quoted: str) -> str:
-    """``strconv.Unquote`` for "…", `…` and '…' literals; ValueError("invalid syntax")."""
+def split_quotes(quoted: str) -> tuple[str, str]:
+    """The quote and the body of a "…", `…` or '…' literal; ValueError("invalid syntax")
+    when the quotes do not match or a raw (`…`) one holds a backquote."""
     if len(quoted) < 2 or quoted[0] != quoted[-1] or quoted[0] not in "\"'`":
         raise ValueError("invalid syntax")
     quote, body = quoted[0], quoted[1:-1]
+    if quote == "`" and "`" in body:
+        raise ValueError("invalid syntax")
+    return quote, body
+
+
+def unquote(quoted: str) -> str:
+    """``strconv.Unquote`` for "…", `…` and '…' literals; ValueError("invalid syntax")."""
+    quote, body = split_quotes(quoted)
     if quote == "`":
-        if "`" in body:
-            raise ValueError("invalid syntax")
         return body.replace("\r", "")
     out: list[str] = []
     i = 0

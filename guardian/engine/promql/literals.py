@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from guardian.engine.golang.strconv import parse_float, parse_int
+from guardian.engine.golang.strconv import parse_float, parse_int, split_quotes
 from guardian_common.durations import parse_duration_ms
 
 _MAX_NANOS = 2**63 - 1
@@ -55,12 +55,8 @@ def _escape(body: str, i: int, quote: str, out: bytearray) -> int:
 
 def unquote(literal: str) -> str:
     """The value of a quoted PromQL string; ValueError("invalid syntax") when malformed."""
-    if len(literal) < 2 or literal[0] != literal[-1] or literal[0] not in "\"'`":
-        raise ValueError("invalid syntax")
-    quote, body = literal[0], literal[1:-1]
+    quote, body = split_quotes(literal)
     if quote == "`":
-        if "`" in body:
-            raise ValueError("invalid syntax")
         return body
     if "\n" in body:
         raise ValueError("invalid syntax")

@@ -34,6 +34,7 @@ from guardian.engine.remediation.roots import by_root
 from guardian.engine.simulate.partly_idle import Judged, partly_idle_run
 from guardian.engine.simulate.replay_records import (
     Hold,
+    InCluster,
     ReplayLog,
     ReplaySources,
     WouldStep,
@@ -93,7 +94,7 @@ class LadderReplay:
         self.workloads: dict[WorkloadRef, WorkloadState] = dict(snapshot.workloads)
         self.due_restores: dict[WorkloadRef, float] = {}
         self.clusters: set[str] = set()
-        self.candidates: list[tuple[WorkloadRef, str]] = []  # last cycle's roots, clusters
+        self.candidates: list[InCluster] = []  # last cycle's roots, clusters
         self.parked: set[WorkloadRef] = set()  # reclaimed, until restored
         self._matches: dict[LabelSet, bool] = {}  # alert labels -> some policy acts on them
         self.sources = sources or ReplaySources()
@@ -353,7 +354,7 @@ class LadderReplay:
 # (absent or None: not in the range). Also given: the cycle's other candidates (roots of
 # its firing alerts, with their cluster), whose usage the caller may read ahead.
 RestoreTimes = Callable[
-    [Sequence[WouldStep], Sequence[tuple[WorkloadRef, str]]], Mapping[WorkloadRef, float | None]
+    [Sequence[WouldStep], Sequence[InCluster]], Mapping[WorkloadRef, float | None]
 ]
 
 

@@ -21,6 +21,9 @@ from guardian.model.labels import LabelSet
 from guardian.model.reclaim import MemberPod, Plan
 from guardian.model.remediation_events import HoldKind, LadderStep, WorkloadRef
 
+# A workload with the name of its cluster ("" where the source serves one).
+InCluster = tuple[WorkloadRef, str]
+
 
 @dataclass(frozen=True)
 class WouldStep:
@@ -60,12 +63,7 @@ class ReplayLog:
 class PodSource(Protocol):
     """The workloads' pods over time, read from history as the replay asks for them."""
 
-    def load(
-        self,
-        roots: Sequence[tuple[WorkloadRef, str]],
-        ahead: Sequence[tuple[WorkloadRef, str]],
-        now: float,
-    ) -> None:
+    def load(self, roots: Sequence[InCluster], ahead: Sequence[InCluster], now: float) -> None:
         """Read ``roots`` (with their cluster) from ``now`` on, and ``ahead`` (the cycle's
         other candidates) with them if it likes."""
 

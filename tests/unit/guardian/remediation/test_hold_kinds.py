@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from guardian.adapters.ledger import Ledger
-from guardian.app.remediation.journal import with_wait
 from guardian.app.remediation.metrics import RemediationMetrics
 from guardian.app.remediation.recording import StepRecorder
 from guardian.app.remediation.status import build_status, shared_status
@@ -24,7 +23,7 @@ from guardian.engine.remediation.policy_status import build_status as policy_sta
 from guardian.model.policies import ReclaimPolicy
 from guardian.model.reclaim import ClusterSnapshot, LedgerView, NodeState, PendingPod, Plan, Wait
 from guardian.model.remediation_events import HoldKind, LadderStep
-from guardian.model.shared_episode import EpisodeState, SharedEpisode
+from guardian.model.shared_episode import EpisodeState, SharedEpisode, with_wait
 from guardian.model.times import rfc3339
 
 from .factories import NOW, alert, enforce, healthy, pipeline_alert, ref
