@@ -11,6 +11,13 @@ instances, pods holding a GPU with no process, pods using a GPU they were not
 allocated, and per-node pipeline faults (NVML down, scrapes failing, vanished
 exporters and removed nodes, a frozen exporter, lost samples, renamed or missing pod
 labels, allocations without a GPU id).
+
+Beside the raw series, the exporter's idle facts (issue #33, fleet_facts.py), derived from
+the same device states so that the window-based pack and the shipped one decide alike:
+observed since the fleet's start, last active and the utilization peak over the idle
+window from the activity, the memory peak over 1 h, the last process from the pods' and
+host processes, and per pod and device its last process and idle-since. An idle pod's
+processes show no SM use (0), a busy pod's always some.
 """
 
 from __future__ import annotations
@@ -19,14 +26,15 @@ import random
 from dataclasses import dataclass
 
 import fleet_platform
-from fleet_core import Fleet, Segment, Series, Timeline, gpu_uuid, hex_id, label_text
-from fleet_shapes import BUSY, IDLE, clip, const, counter, frozen_at, pattern, punch, timestamps
+from fleet_core import Fleet, Segment, Series, Timeline, gpu_uuid, label_text
+from fleet_facts import FactWriter, spans
+from fleet_faults import apply_fault
+from fleet_pods import JOB, MIG_TOTAL, TOTAL, PodSeries
+from fleet_shapes import BUSY, IDLE, clip, const, counter, pattern, timestamps
 
-JOB = "gpu-guardian-exporter"
 MODEL = "NVIDIA H100 80GB HBM3"
 DRIVER = "550.54.15"
-TOTAL = 85899345920  # 80 GiB
-MIG_TOTAL = 42949672960  # 40 GiB
+MIG_MEMORY_FLOOR = 64 << 20  # the exporter's --mig-memory-floor
 NODE_FAULTS = (
     "nvml_down",
     "scrape_failing",
@@ -82,9 +90,12 @@ class Node:
         return labels
 
 
-class GuardianFleet:
-    def __init__(self, gpus: int, timeline: Timeline, seed: int = 21) -> None:
+class GuardianFleet(PodSeries):
+    def __init__(
+        self, gpus: int, timeline: Timeline, seed: int = 21, idle_window_s: int = 1800
+    ) -> None:
         self.t = timeline
+        self.facts = FactWriter(timeline, idle_window_s, self._add)
         self.rng = random.Random(seed)
         self.fleet = Fleet()
         self.node_series: list[Series] = []
@@ -107,7 +118,7 @@ class GuardianFleet:
         for node in self.nodes:
             self.node_series = []
             self._build_node(node)
-            self._apply_fault(node)
+            apply_fault(node, self.node_series, self.t)
         fleet_platform.add_platform(self.fleet, self.t)
         return self.fleet
 
@@ -213,7 +224,11 @@ class GuardianFleet:
             pattern(BUSY if busy else IDLE, lo, hi),
             counter([(lo, hi, 9.75 if busy else 0.15)], 5000.0),
         )
-        self._gpu_common(node, labels, const(str(TOTAL // 2 if busy else 536870912), lo, hi))
+        used = const(str(TOTAL // 2 if busy else 536870912), lo, hi)
+        self._gpu_common(node, labels, used)
+        activity = spans(pattern(BUSY if busy else IDLE, lo, hi))
+        activity += spans(counter([(lo, hi, 9.75 if busy else 0.15)]), self.t.step)
+        self.facts.device(node, labels, activity, spans(used), [(lo, hi)] if busy else [])
         self._add(
             "guardian_gpu_unattributed_processes",
             labels,
@@ -229,6 +244,7 @@ class GuardianFleet:
         if unallocated_use:
             pod = self._pod_identity(node, f"{g}-rogue")
             self._pod_series(node, labels, pod, busy=True, lo=lo, hi=hi)
+            self._pod_facts(node, labels, pod, (lo, hi), busy=True)
             self._add(
                 "guardian_pod_gpu_unallocated_use",
                 self._pod_labels(node, labels, pod),
@@ -254,7 +270,7 @@ class GuardianFleet:
         }
         is_busy = kind in busy_kinds
         util = pattern(BUSY if is_busy else IDLE, lo, hi)
-        busy = counter([(lo, hi, 9.75 if is_busy else 0.15)], 5000.0)
+        busy: list[Segment] | None = counter([(lo, hi, 9.75 if is_busy else 0.15)], 5000.0)
         if kind == "idle_gauge_only":
             busy = None
         elif kind == "idle_counter_only":
@@ -283,6 +299,15 @@ class GuardianFleet:
         self._add("guardian_gpu_unattributed_processes", labels, node, const("0", lo, hi))
         self._add("guardian_gpu_unattributed_memory_used_bytes", labels, node, const("0", lo, hi))
         start = {"new_holder": t.at(-20), "mem_new_holder": t.at(-40)}.get(kind, lo)
+        activity = spans(util) + spans(busy or [], t.step)
+        running = [] if kind == "no_process" else [(start, hi)]
+        self.facts.device(node, labels, activity, spans(used), running)
+        self._holders(node, labels, kind, is_busy, start)
+
+    def _holders(
+        self, node: Node, labels: dict[str, str], kind: str, is_busy: bool, start: int
+    ) -> None:
+        g, hi = labels["gpu"], self.t.steps
         resource = "nvidia.com/gpu"
         pods = [(f"{g}", is_busy)]
         if kind == "shared_mixed":
@@ -300,157 +325,27 @@ class GuardianFleet:
             if kind == "shared_no_process" and not pod_busy:
                 continue
             if kind != "no_process":
-                self._pod_series(
-                    node, labels, pod, busy=pod_busy or kind == "went_idle", lo=start, hi=hi
-                )
+                busy = pod_busy or kind == "went_idle"
+                self._pod_series(node, labels, pod, busy=busy, lo=start, hi=hi)
+                self._pod_facts(node, labels, pod, (start, hi), busy=busy)
 
     def _mig_gpu(self, node: Node, g: int, uuid: str) -> None:
         lo, hi = self._all()
         labels = self._device(node, str(g), uuid, "enabled")
-        self._gpu_common(node, labels, const(str(TOTAL * 4 // 10), lo, hi))
+        used = const(str(TOTAL * 4 // 10), lo, hi)
+        self._gpu_common(node, labels, used)
+        self.facts.device(node, labels, None, spans(used), [])
         for k, (share, idle) in enumerate(((65, False), (1, True)), start=1):
             mig = "MIG-" + gpu_uuid(f"{uuid}/{k}")
             dev = self._device(node, f"{g}/{k}", mig, "instance")
-            self._add(
-                "guardian_gpu_memory_used_bytes",
-                dev,
-                node,
-                const(str(MIG_TOTAL * share // 100), lo, hi),
-            )
+            memory = MIG_TOTAL * share // 100
+            self._add("guardian_gpu_memory_used_bytes", dev, node, const(str(memory), lo, hi))
+            # On a MIG slice 64 MiB of memory or more counts as a process.
+            running = [(lo, hi)] if not idle or memory >= MIG_MEMORY_FLOOR else []
+            self.facts.device(node, dev, None, spans(const(str(memory), lo, hi)), running)
             self._add("guardian_gpu_memory_total_bytes", dev, node, const(str(MIG_TOTAL), lo, hi))
             pod = self._pod_identity(node, f"{g}m{k}")
             self._allocation(node, dev, pod, "nvidia.com/mig-3g.40gb", lo)
             if not idle:
                 self._pod_series(node, dev, pod, busy=True, lo=lo, hi=hi, mig=True)
-
-    # ------------------------------------------------------------------ pods
-    def _pod_identity(self, node: Node, suffix: str) -> dict[str, str]:
-        team = f"team-{self.rng.randrange(12):02d}"
-        seed = f"{node.name}/{suffix}"
-        return {
-            "namespace": team,
-            "pod": f"job-{node.index}-{suffix}-{hex_id(seed, 5)}",
-            "gpu_group": team,
-            "team": team,
-            "container": "main",
-            "pod_uid": gpu_uuid(seed + "/uid"),
-            "container_id": hex_id(seed + "/ctr", 64),
-        }
-
-    def _pod_labels(
-        self, node: Node, device: dict[str, str], pod: dict[str, str]
-    ) -> dict[str, str]:
-        labels = device | pod
-        if node.fault == "missing_pod":
-            labels |= {"namespace": "", "pod": "", "gpu_group": "", "team": ""}
-        return self._renamed(node, labels)
-
-    def _renamed(self, node: Node, labels: dict[str, str]) -> dict[str, str]:
-        if node.fault == "no_group":
-            labels["gpu_group"] = ""
-        if node.fault == "exported_pod":
-            for key in ("pod", "namespace", "container"):
-                labels[f"exported_{key}"] = labels[key]
-            labels |= {
-                "pod": "gpu-guardian-exporter-x7k2p",
-                "namespace": "gpu-guardian",
-                "container": "exporter",
-            }
-        return labels
-
-    def _allocation(
-        self, node: Node, device: dict[str, str], pod: dict[str, str], resource: str, start: int
-    ) -> None:
-        labels = device | {
-            k: pod[k] for k in ("namespace", "pod", "gpu_group", "team", "container")
-        }
-        labels["resource"] = resource
-        if node.fault == "missing_pod":
-            labels |= {"gpu_group": "", "team": ""}
-        if node.fault == "no_uuid":
-            labels |= {"uuid": "", "gpu": ""}
-        self._add(
-            "guardian_pod_gpu_allocated",
-            self._renamed(node, labels),
-            node,
-            const("1", start, self.t.steps),
-        )
-
-    def _pod_series(
-        self,
-        node: Node,
-        device: dict[str, str],
-        pod: dict[str, str],
-        *,
-        busy: bool,
-        lo: int,
-        hi: int,
-        mig: bool = False,
-    ) -> None:
-        labels = self._pod_labels(node, device, pod)
-        total = MIG_TOTAL if mig else TOTAL
-        self._add(
-            "guardian_pod_gpu_memory_used_bytes", labels, node, const(str(total // 2), lo, hi)
-        )
-        self._add("guardian_pod_gpu_processes", labels, node, const("1", lo, hi))
-        self._add(
-            "guardian_pod_vgpu_memory_allocated_bytes", labels, node, const(str(total), lo, hi)
-        )
-        if mig:
-            return
-        self._add(
-            "guardian_pod_gpu_sm_utilization_ratio",
-            labels,
-            node,
-            pattern(BUSY if busy else IDLE, lo, hi),
-        )
-        if busy:
-            self._add(
-                "guardian_pod_gpu_last_active_timestamp_seconds",
-                labels,
-                node,
-                timestamps(self.t, node.clock, lo, hi, lag=1.0),
-            )
-
-    # ------------------------------------------------------------------ faults
-    def _apply_fault(self, node: Node) -> None:
-        fault, t = node.fault, self.t
-        hi = t.steps
-        by_name: dict[str, list[Series]] = {}
-        for s in self.node_series:
-            by_name.setdefault(s.name, []).append(s)
-        if fault == "nvml_down":
-            d = t.at(-25)
-            for s in self.node_series:
-                if (
-                    s.name.startswith(("guardian_gpu_", "guardian_pod_gpu_"))
-                    and s.name != "guardian_pod_gpu_allocated"
-                ):
-                    clip(s, d)
-            (up,) = by_name["guardian_exporter_nvml_up"]
-            up.segments = const("1", 0, d) + const("0", d, hi)
-            (last,) = by_name["guardian_exporter_last_success_timestamp_seconds"]
-            clip(last, d)
-            last.segments += const(frozen_at(t, node.clock, d), d, hi)
-        elif fault == "scrape_failing":
-            f = t.at(-20)
-            for s in self.node_series:
-                clip(s, f)
-            (up,) = by_name["up"]
-            up.segments += const("0", f, hi)
-        elif fault in ("vanished", "removed"):
-            for s in self.node_series:
-                clip(s, t.at(-20))
-        elif fault == "frozen":
-            f = t.at(-10)
-            (last,) = by_name["guardian_exporter_last_success_timestamp_seconds"]
-            clip(last, f)
-            last.segments += const(frozen_at(t, node.clock, f), f, hi)
-            (stale,) = by_name["guardian_exporter_snapshot_stale"]
-            stale.segments = const("0", 0, f) + const("1", f, hi)
-        elif fault == "gap":
-            for s in self.node_series:
-                punch(s, t.at(-8), t.at(-5))
-        elif fault == "missing_pod":
-            (kube,) = by_name["guardian_exporter_kube_up"]
-            kube.segments = const("0", 0, hi)
+                self._pod_facts(node, dev, pod, (lo, hi), busy=True, mig=True)

@@ -20,6 +20,7 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+from typing import TextIO
 
 from guardian.adapters.local_prometheus import PrometheusOptions, start_prometheus
 from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
@@ -101,7 +102,9 @@ def write_fleet(path: Path, gpus: int, days: int, seed: int = 11) -> int:
         family(
             "guardian_gpu_info", [(f"{gpu_labels(i)},{model}", [1.0] * steps) for i in range(gpus)]
         )
-        family("guardian_gpu_utilization_ratio", [(gpu_labels(i), util(i)) for i in range(gpus)])
+        utils = [util(i) for i in range(gpus)]
+        family("guardian_gpu_utilization_ratio", [(gpu_labels(i), utils[i]) for i in range(gpus)])
+        count += write_facts(out, times, [gpu_labels(i) for i in range(gpus)], utils, kinds)
         family(
             "guardian_pod_gpu_allocated",
             [
@@ -119,6 +122,54 @@ def write_fleet(path: Path, gpus: int, days: int, seed: int = 11) -> int:
         )
         out.write("# EOF\n")
     return count
+
+
+def write_facts(
+    out: TextIO, times: list[int], labels: list[str], utils: list[list[float]], kinds: list[str]
+) -> int:
+    """The exporter's idle facts the shipped idle group reads, consistent with the samples
+    (issue #33): observed since the first one, last active at the newest sample above the
+    0.05 floor, the peak over the trailing 30 minutes (the 6 samples up to each, from 30
+    minutes on), and a process at every sample on every allocated GPU."""
+    written = 0
+    window = 30 // SAMPLE_MINUTES
+
+    def put(name: str, series: list[tuple[str, list[tuple[int, float]]]]) -> None:
+        nonlocal written
+        for text, points in series:
+            out.writelines(f"{name}{{{text}}} {v} {t}.000\n" for t, v in points)
+            written += len(points)
+
+    put(
+        "guardian_gpu_observed_since_timestamp_seconds",
+        [(lab, [(t, float(times[0])) for t in times]) for lab in labels],
+    )
+    active = []
+    for lab, values in zip(labels, utils, strict=True):
+        points, last = [], None
+        for t, v in zip(times, values, strict=True):
+            last = t if v > 0.05 else last
+            if last is not None:
+                points.append((t, float(last)))
+        active.append((lab, points))
+    put("guardian_gpu_last_active_timestamp_seconds", active)
+    peaks = [
+        (
+            f'{lab},window="30m"',
+            [(times[k], max(values[k - window + 1 : k + 1])) for k in range(window, len(times))],
+        )
+        for lab, values in zip(labels, utils, strict=True)
+    ]
+    put("guardian_gpu_utilization_peak_ratio", peaks)
+    put(
+        "guardian_gpu_last_process_timestamp_seconds",
+        [
+            (lab, [(t, float(t)) for t in times])
+            for lab, k in zip(labels, kinds, strict=True)
+            if k != "free"
+        ],
+    )
+    return written
 
 
 def bare_queries(

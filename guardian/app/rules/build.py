@@ -7,12 +7,12 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from guardian.adapters.alert_store import AlertStore
 from guardian.adapters.http_credentials import check_client_files
 from guardian.adapters.prometheus import PrometheusAccess, PrometheusQuerier
 from guardian.adapters.prometheus_rules import PrometheusRulesReader
-from guardian.adapters.remote_write import RemoteWriteClient
 from guardian.app.config_files import parse_files
 from guardian.app.rules.engine_setup import EngineSinks, EvaluationSetup, RestoreSetup
 from guardian.app.rules.metrics import EngineMetrics
@@ -30,6 +30,9 @@ from guardian.engine.rules.restart_restore import RestorePolicy
 from guardian.engine.rules.sharding import Sharding
 from guardian.model.rules import RuleFile
 from guardian_common.files import MAX_FILE_BYTES
+
+if TYPE_CHECKING:  # the protobuf runtime only where remote write is configured
+    from guardian.adapters.remote_write import RemoteWriteClient
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +71,10 @@ def remote_write_client(rw: RemoteWriteSettings) -> RemoteWriteClient:
     """The client for ``rw``. Raises ConfigError if a TLS file is missing or a file is not
     one it can read: remote write runs after evaluations, so a typo would otherwise only
     show in the logs."""
+    # Imported here: the protobuf runtime it needs costs a controller without remote
+    # write several MiB.
+    from guardian.adapters.remote_write import RemoteWriteClient
+
     config = rw.client_config()
     check_client_files(config, "remote_write")
     return RemoteWriteClient(config)

@@ -8,9 +8,9 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from guardian.adapters.alert_store import AlertStore
-from guardian.adapters.remote_write import RemoteWriteClient
 from guardian.app.rules.restart_restore_gather import ForStateRestorer
 from guardian.engine.rules.compiled import TemplateEnv
 from guardian.engine.rules.fan_out import FanOut, in_order
@@ -19,6 +19,9 @@ from guardian.engine.rules.restart_restore import RestorePolicy
 from guardian.engine.rules.sharding import Sharding
 from guardian.model.alerts import Alert, GroupEvaluation
 from guardian.model.labels import LabelSet
+
+if TYPE_CHECKING:  # the protobuf runtime only where remote write is configured
+    from guardian.adapters.remote_write import RemoteWriteClient
 
 Listener = Callable[[GroupEvaluation], None]
 # Runs inside the group's state transaction: SQL only, no network.
