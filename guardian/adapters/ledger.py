@@ -289,15 +289,7 @@ class Ledger(TableStore):
             if e.episode not in ids
         ]
         entries = tuple(
-            LedgerEntry(
-                e.episode,
-                e.workload,
-                e.step,
-                e.outcome,
-                e.at,
-                e.policy,
-                e.outcome is StepOutcome.DRY_RUN,
-            )
+            LedgerEntry.of(e.episode, e.workload, e.step, e.outcome, e.at, e.policy)
             for e in events
             if e.step not in _BETWEEN
         )

@@ -233,6 +233,19 @@ class LedgerEntry:
     policy: str
     dry_run: bool
 
+    @classmethod
+    def of(
+        cls,
+        episode: str,
+        workload: WorkloadRef,
+        step: LadderStep,
+        outcome: StepOutcome,
+        at: float,
+        policy: str,
+    ) -> LedgerEntry:
+        """The entry for a recorded step: dry-run exactly when its outcome says so."""
+        return cls(episode, workload, step, outcome, at, policy, outcome is StepOutcome.DRY_RUN)
+
 
 @dataclass(frozen=True)
 class LedgerView:

@@ -19,7 +19,7 @@ from guardian.adapters.slack.socket_intake import SocketModeListener
 from guardian.adapters.slack.transport import WebApiTransport
 from guardian.app.notify.click_intake import ClickService
 from guardian.app.notify.click_wiring import ClickWiring
-from guardian.app.notify.secrets import bot_token, read_secret
+from guardian.app.notify.secrets import APP_TOKEN, SIGNING_SECRET, bot_token, read_secret
 from guardian.app.notify.service import SlackNotifier
 from guardian.app.remediation.build import RemediationParts
 from guardian.app.settings.slack import SlackSettings
@@ -138,19 +138,7 @@ def _listener(
     """Socket Mode (with the app-level token) or HTTP (with the signing secret)."""
     i = settings.interactivity
     if i.mode == "socket":
-        app_token = read_secret(
-            env=env,
-            env_name=i.app_token_env,
-            file=i.app_token_file,
-            what="Slack app-level token",
-            field="slack.interactivity.app_token_file",
-        )
+        app_token = read_secret(APP_TOKEN, i.app_token_env, i.app_token_file, env)
         return SocketModeListener(app_token, settings.api_url, service.accept)
-    secret = read_secret(
-        env=env,
-        env_name=i.signing_secret_env,
-        file=i.signing_secret_file,
-        what="Slack signing secret",
-        field="slack.interactivity.signing_secret_file",
-    )
+    secret = read_secret(SIGNING_SECRET, i.signing_secret_env, i.signing_secret_file, env)
     return InteractivityServer(i.listen_address, i.path, secret, service.accept, clock)

@@ -7,6 +7,7 @@ Errors name the file or the variable, never the value.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from guardian.adapters.slack.transport import (
     Secret,
@@ -20,10 +21,25 @@ from guardian_common.files import FileReadError
 from guardian_common.files import read_secret as read_secret_file
 
 
+@dataclass(frozen=True)
+class SecretKind:
+    """One of Slack's secrets: what errors call it, and the setting that names its file."""
+
+    what: str
+    field: str
+
+
+BOT_TOKEN = SecretKind("Slack bot token", "slack.token_file")
+WEBHOOK_URL = SecretKind("Slack webhook URL", "slack.webhook_url_file")
+APP_TOKEN = SecretKind("Slack app-level token", "slack.interactivity.app_token_file")
+SIGNING_SECRET = SecretKind("Slack signing secret", "slack.interactivity.signing_secret_file")
+
+
 def read_secret(
-    *, env: Mapping[str, str], env_name: str, file: str | None, what: str, field: str
+    kind: SecretKind, env_name: str, file: str | None, env: Mapping[str, str]
 ) -> Secret:
     """``file`` wins when set (a Kubernetes Secret mounted as a file rotates in place)."""
+    what, field = kind.what, kind.field
     if file:
         try:  # bounded: a FIFO, a device or a huge file is refused, never read
             value = read_secret_file(file, f"the {what}")
@@ -43,26 +59,14 @@ def read_secret(
 
 def bot_token(settings: SlackSettings, env: Mapping[str, str]) -> Secret:
     """The bot token: the notifier and the buttons' listener both post with it."""
-    return read_secret(
-        env=env,
-        env_name=settings.token_env,
-        file=settings.token_file,
-        what="Slack bot token",
-        field="slack.token_file",
-    )
+    return read_secret(BOT_TOKEN, settings.token_env, settings.token_file, env)
 
 
 def build_transport(settings: SlackSettings, env: Mapping[str, str]) -> Transport:
     """The Web API (bot token) or incoming-webhook transport the settings ask for."""
     d = settings.delivery
     if settings.mode == "webhook":
-        url = read_secret(
-            env=env,
-            env_name=settings.webhook_url_env,
-            file=settings.webhook_url_file,
-            what="Slack webhook URL",
-            field="slack.webhook_url_file",
-        )
+        url = read_secret(WEBHOOK_URL, settings.webhook_url_env, settings.webhook_url_file, env)
         return WebhookTransport(
             url, timeout=d.request_timeout, rate_limit_retries=d.rate_limit_retries
         )

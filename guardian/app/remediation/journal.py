@@ -78,15 +78,7 @@ class EpisodeJournal:
             if r.live:
                 opened.setdefault(r.workload, (r.episode, r.started_at, r.policy))
         entries = tuple(
-            LedgerEntry(
-                r.episode,
-                r.workload,
-                m.step,
-                m.outcome,
-                m.at,
-                r.policy,
-                m.outcome is StepOutcome.DRY_RUN,
-            )
+            LedgerEntry.of(r.episode, r.workload, m.step, m.outcome, m.at, r.policy)
             for r in records
             for m in r.steps
             if m.step not in (LadderStep.GIVE_UP, LadderStep.HOLD, LadderStep.RESUME)

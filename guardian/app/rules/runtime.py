@@ -20,7 +20,7 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from guardian.adapters.alert_store import StoredGroup
 from guardian.app.rules.engine_setup import EngineSinks, EvaluationSetup, RestoreSetup
@@ -67,6 +67,22 @@ def _counts(state: dict[str, dict[LabelSet, Alert]]) -> tuple[int, int]:
             elif alert.state is AlertState.PENDING:
                 pending += 1
     return pending, firing
+
+
+def _reloaded(previous: GroupRuntime, compiled: CompiledGroup) -> GroupRuntime:
+    """``previous`` for the reloaded ``compiled``: everything carries over (a new field
+    too) but the state of rules that went, the store's copy and the lock."""
+    with previous.lock:
+        keys = {k for k, _ in compiled.rules}
+        state = {k: v for k, v in previous.state.items() if k in keys}
+        return replace(
+            previous,
+            compiled=compiled,
+            state=state,
+            persisted=None,  # rules may have gone: rewrite the group
+            counts=_counts(state),
+            lock=threading.Lock(),
+        )
 
 
 @dataclass(frozen=True)
@@ -132,20 +148,9 @@ class RuleEngine:
             new: dict[str, GroupRuntime] = {}
             for compiled in groups:
                 previous = old.get(compiled.key)
-                runtime = GroupRuntime(compiled)
-                if previous is not None:
-                    with previous.lock:
-                        keys = {k for k, _ in compiled.rules}
-                        runtime.state = {k: v for k, v in previous.state.items() if k in keys}
-                        runtime.persisted = None  # rules may have gone: rewrite the group
-                        runtime.last_ts = previous.last_ts
-                        runtime.stored = previous.stored
-                        runtime.pending_restore = previous.pending_restore
-                        runtime.written = previous.written
-                        runtime.evaluations = previous.evaluations
-                        runtime.counts = _counts(runtime.state)
-                        runtime.last = previous.last
-                new[compiled.key] = runtime
+                new[compiled.key] = (
+                    GroupRuntime(compiled) if previous is None else _reloaded(previous, compiled)
+                )
             self._groups = new
         if self.store is not None:
             self.store.forget_groups_except(set(new))

@@ -232,29 +232,30 @@ class _Directive:
             else:
                 spec.space = True
             i += 1
-        if i < end and fmt[i] == "*":
-            i += 1
-            width = self.star()
-            if width is None:
-                self.out.append("%!(BADWIDTH)")
-            elif width < 0:
-                spec.minus, spec.zero, spec.width = True, False, -width
-            else:
-                spec.width = width
+        width, _, i = self.number(i, "%!(BADWIDTH)")
+        if width is not None and width < 0:  # only a * operand is negative: left-justify
+            spec.minus, spec.zero, spec.width = True, False, -width
         else:
-            spec.width, i = _parse_num(fmt, i)
+            spec.width = width
         if i < end and fmt[i] == ".":
-            i += 1
-            if i < end and fmt[i] == "*":
-                i += 1
-                prec = self.star()
-                if prec is None:
-                    self.out.append("%!(BADPREC)")
+            prec, starred, i = self.number(i + 1, "%!(BADPREC)")
+            if starred:  # a negative * precision means none, as in Go
                 spec.prec = prec if prec is not None and prec >= 0 else None
             else:
-                prec_num, i = _parse_num(fmt, i)
-                spec.prec = prec_num or 0
+                spec.prec = prec or 0  # "%.f": precision 0
         return spec, i
+
+    def number(self, i: int, bad: str) -> tuple[int | None, bool, int]:
+        """The width or precision at ``i``: a ``*`` operand (``bad`` written when it is not
+        an int) or digits. Returns it (None: not given), whether it was a ``*``, and the
+        index after it."""
+        if self.fmt.startswith("*", i):
+            value = self.star()
+            if value is None:
+                self.out.append(bad)
+            return value, True, i + 1
+        value, i = _parse_num(self.fmt, i)
+        return value, False, i
 
 
 def sprintf(fmt: str, *args: object) -> str:

@@ -65,84 +65,81 @@ class VectorMatching:
 
 
 @dataclass
-class VectorSelector:
+class Node:
+    """What every expression node has: where it starts in the parsed text (by keyword)."""
+
+    start: int = field(default=0, compare=False, kw_only=True)
+
+
+@dataclass
+class VectorSelector(Node):
     name: str
     matchers: list[Matcher]
     offset_ms: int = 0
     timestamp_ms: int | None = None
     start_or_end: T | None = None  # T.START or T.END for `@ start()` / `@ end()`
-    start: int = field(default=0, compare=False)
 
 
 @dataclass
-class MatrixSelector:
+class MatrixSelector(Node):
     selector: VectorSelector
     range_ms: int
-    start: int = field(default=0, compare=False)
 
 
 @dataclass
-class SubqueryExpr:
+class SubqueryExpr(Node):
     expr: Expr
     range_ms: int
     step_ms: int = 0
     offset_ms: int = 0
     timestamp_ms: int | None = None
     start_or_end: T | None = None
-    start: int = field(default=0, compare=False)
 
 
 @dataclass
-class NumberLiteral:
+class NumberLiteral(Node):
     val: float
-    start: int = field(default=0, compare=False)
 
 
 @dataclass
-class StringLiteral:
+class StringLiteral(Node):
     val: str
-    start: int = field(default=0, compare=False)
 
 
 @dataclass
-class ParenExpr:
+class ParenExpr(Node):
     expr: Expr
-    start: int = field(default=0, compare=False)
 
 
 @dataclass
-class UnaryExpr:
+class UnaryExpr(Node):
     op: T  # T.ADD or T.SUB
     expr: Expr
-    start: int = field(default=0, compare=False)
 
 
 @dataclass
-class BinaryExpr:
+class BinaryExpr(Node):
     op: T
     lhs: Expr
     rhs: Expr
     return_bool: bool = False
     matching: VectorMatching | None = None  # None once checked, unless both sides are vectors
-    start: int = field(default=0, compare=False)
     op_start: int = field(default=0, compare=False)
 
 
 @dataclass
-class AggregateExpr:
+class AggregateExpr(Node):
     op: T
     expr: Expr
     param: Expr | None = None
     grouping: list[str] = field(default_factory=list)
     without: bool = False
-    start: int = field(default=0, compare=False)
 
 
 @dataclass
-class Call:
+class Call(Node):
     func: Function
     args: list[Expr]
-    start: int = field(default=0, compare=False)
 
 
 Expr = (

@@ -51,20 +51,11 @@ class Tok(enum.Enum):
     WITH = "with"
 
 
-KEYWORDS = {
-    "block": Tok.BLOCK,
-    "break": Tok.BREAK,
-    "continue": Tok.CONTINUE,
-    "define": Tok.DEFINE,
-    "else": Tok.ELSE,
-    "end": Tok.END,
-    "if": Tok.IF,
-    "range": Tok.RANGE,
-    "template": Tok.TEMPLATE,
-    "with": Tok.WITH,
-    "nil": Tok.NIL,
-}
-_KEYWORD_TYPES = frozenset(KEYWORDS.values()) - {Tok.NIL}
+# The keywords are the members from BLOCK to WITH, each spelled as its value; "nil" is
+# looked up as a word too, but is an operand, not a keyword.
+_MEMBERS = list(Tok)
+_KEYWORD_TYPES = frozenset(_MEMBERS[_MEMBERS.index(Tok.BLOCK) : _MEMBERS.index(Tok.WITH) + 1])
+KEYWORDS = {t.value: t for t in (*_KEYWORD_TYPES, Tok.NIL)}
 
 
 @dataclass(frozen=True)

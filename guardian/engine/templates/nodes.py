@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 
 @dataclass
 class Node:
     pos: int
+
+
+@dataclass
+class _Word(Node):
+    """A node that always prints the same: a keyword, or ``.`` and ``nil``."""
+
+    word: ClassVar[str]
+
+    def __str__(self) -> str:
+        return self.word
 
 
 @dataclass
@@ -35,15 +46,13 @@ class Variable(Node):
 
 
 @dataclass
-class Dot(Node):
-    def __str__(self) -> str:
-        return "."
+class Dot(_Word):
+    word = "."
 
 
 @dataclass
-class Nil(Node):
-    def __str__(self) -> str:
-        return "nil"
+class Nil(_Word):
+    word = "nil"
 
 
 @dataclass
@@ -144,15 +153,13 @@ class Branch(Node):
 
 
 @dataclass
-class Break(Node):
-    def __str__(self) -> str:
-        return "{{break}}"
+class Break(_Word):
+    word = "{{break}}"
 
 
 @dataclass
-class Continue(Node):
-    def __str__(self) -> str:
-        return "{{continue}}"
+class Continue(_Word):
+    word = "{{continue}}"
 
 
 @dataclass
@@ -169,12 +176,10 @@ class TemplateCall(Node):
 
 
 @dataclass
-class End(Node):
-    def __str__(self) -> str:
-        return "{{end}}"
+class End(_Word):
+    word = "{{end}}"
 
 
 @dataclass
-class Else(Node):
-    def __str__(self) -> str:
-        return "{{else}}"
+class Else(_Word):
+    word = "{{else}}"

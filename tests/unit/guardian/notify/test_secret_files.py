@@ -9,15 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from guardian.app.notify.secrets import read_secret
+from guardian.app.notify.secrets import SIGNING_SECRET, read_secret
 from guardian_common.errors import ConfigError
 
 
 def _read(path: Path) -> str:
-    secret = read_secret(
-        env={}, env_name="UNSET", file=str(path), what="Slack signing secret",
-        field="slack.interactivity.signing_secret_file",
-    )  # fmt: skip
+    secret = read_secret(SIGNING_SECRET, "UNSET", str(path), {})
     return secret.reveal() if hasattr(secret, "reveal") else str(secret)
 
 
