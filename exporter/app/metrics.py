@@ -19,7 +19,13 @@ from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamil
 from prometheus_client.registry import Collector
 
 from exporter.model.enrichment import Enrichment
-from exporter.model.snapshot import GpuSeries, PodDeviceSeries, PodGpuSeries, Snapshot
+from exporter.model.snapshot import (
+    ExporterHealth,
+    GpuSeries,
+    PodDeviceSeries,
+    PodGpuSeries,
+    Snapshot,
+)
 
 _T = TypeVar("_T")
 
@@ -170,6 +176,25 @@ _POD_DEVICE_GAUGES: tuple[tuple[str, str, Callable[[PodDeviceSeries], float | No
     ),
 )
 
+# The exporter's own health: one series each, with the node-wide labels only.
+_HEALTH_GAUGES: tuple[tuple[str, str, Callable[[ExporterHealth], float | None]], ...] = (
+    (
+        "guardian_exporter_nvml_up",
+        "1 if the GPU backend is initialised and readable.",
+        lambda h: int(h.nvml_up),
+    ),
+    (
+        "guardian_exporter_snapshot_stale",
+        "1 if the last collection did not finish in time and these are the previous values.",
+        lambda h: int(h.stale),
+    ),
+    (
+        "guardian_exporter_last_success_timestamp_seconds",
+        "When the last collection cycle succeeded.",
+        lambda h: h.last_success_timestamp_seconds,
+    ),
+)
+
 
 def node_labels(snap: Snapshot) -> tuple[list[str], list[str]]:
     """The labels every series carries, and their values."""
@@ -197,13 +222,7 @@ class SnapshotCollector(Collector):
                 [*values, g.index, g.uuid, g.model, snap.driver_version, g.mig.value], 1
             )
         yield info
-        for name, doc, get in _GPU_GAUGES:
-            gauge = GaugeMetricFamily(name, doc, labels=base + GPU_LABELS)
-            for key, g in zip(gpu_keys, snap.gpus, strict=True):
-                value = get(g)
-                if value is not None:
-                    gauge.add_metric(key, value)
-            yield gauge
+        yield from _gauges(_GPU_GAUGES, base + GPU_LABELS, gpu_keys, snap.gpus)
         for name, doc, get in _GPU_COUNTERS:
             counter = CounterMetricFamily(name, doc, labels=base + GPU_LABELS)
             for key, g in zip(gpu_keys, snap.gpus, strict=True):
@@ -310,28 +329,7 @@ def _kubernetes(extra: Enrichment, base: list[str], values: list[str]) -> Iterat
 
 def _health(snap: Snapshot, base: list[str], values: list[str]) -> Iterator[Metric]:
     h = snap.health
-    up = GaugeMetricFamily(
-        "guardian_exporter_nvml_up",
-        "1 if the GPU backend is initialised and readable.",
-        labels=base,
-    )
-    up.add_metric(values, int(h.nvml_up))
-    yield up
-    stale = GaugeMetricFamily(
-        "guardian_exporter_snapshot_stale",
-        "1 if the last collection did not finish in time and these are the previous values.",
-        labels=base,
-    )
-    stale.add_metric(values, int(h.stale))
-    yield stale
-    last = GaugeMetricFamily(
-        "guardian_exporter_last_success_timestamp_seconds",
-        "When the last collection cycle succeeded.",
-        labels=base,
-    )
-    if h.last_success_timestamp_seconds is not None:
-        last.add_metric(values, h.last_success_timestamp_seconds)
-    yield last
+    yield from _gauges(_HEALTH_GAUGES, base, [values], [h])
     durations = GaugeMetricFamily(
         "guardian_exporter_collect_duration_seconds",
         "Wall time of the last collection, per stage.",

@@ -36,19 +36,21 @@ PodKey = tuple[str, str, str]  # (device uuid, pod uid, container id)
 
 @dataclass(frozen=True, slots=True)
 class BuilderState:
-    """What survives from one cycle to the next. Entries of vanished devices and pods go."""
+    """What survives from one cycle to the next: only the devices and pods read in it, so
+    entries of vanished devices and pods go. A cycle fills a fresh one for the next; a state
+    handed on is never written again."""
 
-    busy_seconds: Mapping[str, float] = field(default_factory=dict)
-    last_sample_us: Mapping[str, int] = field(default_factory=dict)
-    last_active: Mapping[PodKey, float] = field(default_factory=dict)
+    busy_seconds: dict[str, float] = field(default_factory=dict)
+    last_sample_us: dict[str, int] = field(default_factory=dict)
+    last_active: dict[PodKey, float] = field(default_factory=dict)
     # Per device: the driver's per-process sampling period as learnt so far, and when the
     # device was last read (the start of the next averaging window).
-    process_period_us: Mapping[str, int] = field(default_factory=dict)
-    read_at: Mapping[str, float] = field(default_factory=dict)
-    devices: Mapping[str, DeviceObservation] = field(default_factory=dict)
-    pod_since: Mapping[PodKey, float] = field(default_factory=dict)
+    process_period_us: dict[str, int] = field(default_factory=dict)
+    read_at: dict[str, float] = field(default_factory=dict)
+    devices: dict[str, DeviceObservation] = field(default_factory=dict)
+    pod_since: dict[PodKey, float] = field(default_factory=dict)
     # device uuid -> pod uid -> that pod's facts on the device (exporter/engine/pod_device.py)
-    pod_devices: Mapping[str, Mapping[str, PodDeviceState]] = field(default_factory=dict)
+    pod_devices: dict[str, dict[str, PodDeviceState]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -111,38 +113,12 @@ class SnapshotSetup:
     observation: ObservationSetup = field(default_factory=ObservationSetup)
 
 
-@dataclass(slots=True)
-class _NextState:
-    """The state being built for the next cycle: only the devices and pods read now."""
-
-    busy_seconds: dict[str, float] = field(default_factory=dict)
-    last_sample_us: dict[str, int] = field(default_factory=dict)
-    last_active: dict[PodKey, float] = field(default_factory=dict)
-    process_period_us: dict[str, int] = field(default_factory=dict)
-    read_at: dict[str, float] = field(default_factory=dict)
-    devices: dict[str, DeviceObservation] = field(default_factory=dict)
-    pod_since: dict[PodKey, float] = field(default_factory=dict)
-    pod_devices: dict[str, dict[str, PodDeviceState]] = field(default_factory=dict)
-
-    def frozen(self) -> BuilderState:
-        return BuilderState(
-            self.busy_seconds,
-            self.last_sample_us,
-            self.last_active,
-            self.process_period_us,
-            self.read_at,
-            self.devices,
-            self.pod_since,
-            self.pod_devices,
-        )
-
-
 @dataclass(frozen=True, slots=True)
 class _Cycle:
     """One collection: the state it starts from, the one it builds, and its time."""
 
     state: BuilderState
-    nxt: _NextState
+    nxt: BuilderState  # the state being filled for the next cycle
     setup: ObservationSetup
     taken_at: float
 
@@ -153,7 +129,7 @@ class _Cycle:
         return previous is None or self.taken_at - previous > self.setup.gap_seconds
 
 
-def _busy_seconds(dev: DeviceReading, state: BuilderState, nxt: _NextState) -> float | None:
+def _busy_seconds(dev: DeviceReading, state: BuilderState, nxt: BuilderState) -> float | None:
     """The device's busy time so far, integrated from its utilization samples."""
     if dev.util_samples is None:
         return None
@@ -297,7 +273,7 @@ def build_snapshot(
     gpus: list[GpuSeries] = []
     pods: list[PodGpuSeries] = []
     pod_devices: list[PodDeviceSeries] = []
-    nxt = _NextState()
+    nxt = BuilderState()
     cycle = _Cycle(state, nxt, setup.observation, taken_at)
     for dev in reading.devices:
         fresh = cycle.fresh(dev.uuid)
@@ -328,4 +304,4 @@ def build_snapshot(
         activity_peak_window=format_duration(setup.observation.activity_peak_window),
         pod_devices=tuple(pod_devices),
     )
-    return snapshot, nxt.frozen()
+    return snapshot, nxt
