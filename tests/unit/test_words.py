@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from guardian.app.history.fetch import Chunk
-from guardian.app.simulate.printout import render_text
+from guardian.app.simulate.printout import _money, render_text
 from guardian.app.simulate.simulation import SimulationResult
 from guardian.cli import main as guardian_main
 from guardian.cli._history import parse_range
@@ -162,3 +162,18 @@ def test_rules_test_on_a_missing_file_names_it_and_exits_2(
 )
 def test_amounts_read_as_people_write_them(value: float, text: str) -> None:
     assert amount(value) == text
+
+
+@pytest.mark.parametrize(
+    ("cost", "text"),
+    [
+        (None, "n/a (no price)"),
+        (0.0, "$0.00"),
+        (0.0036, "$0.0036"),  # a short replay's saving: not "$0.00", which reads as none
+        (0.004999, "$0.005"),
+        (0.005, "$0.01"),
+        (1234.567, "$1,234.57"),
+    ],
+)
+def test_money_keeps_a_saving_under_a_cent_visible(cost: float | None, text: str) -> None:
+    assert _money(cost, "$") == text

@@ -13,8 +13,14 @@ from guardian_common.durations import format_duration
 from guardian_common.words import amount, plural
 
 
-def _money(amount: float | None, currency: str) -> str:
-    return "n/a (no price)" if amount is None else f"{currency}{amount:,.2f}"
+def _money(cost: float | None, currency: str) -> str:
+    """Cents, but a cost under a cent in two significant digits (``$0.0036``): a short
+    replay's saving is small, and ``$0.00`` reads as none (and scales as none)."""
+    if cost is None:
+        return "n/a (no price)"
+    if 0 < abs(cost) < 0.005:
+        return f"{currency}{amount(cost)}"
+    return f"{currency}{cost:,.2f}"
 
 
 def _sum_cost(freed: list[Freed]) -> float | None:
