@@ -26,6 +26,8 @@ from typing import Any
 from fleet_core import CONST, COUNTER, Segment, Timeline
 from fleet_shapes import const, frozen_at, timestamps
 
+from guardian_common.durations import format_duration
+
 FLOOR = 0.05
 Span = tuple[int, int, float]
 
@@ -107,10 +109,6 @@ def observed_since(t: Timeline, clock: int, first: int, end: int) -> list[Segmen
     return const(frozen_at(t, clock, first), first, end)
 
 
-def window_label(seconds: int) -> str:
-    return f"{seconds // 3600}h" if seconds % 3600 == 0 else f"{seconds // 60}m"
-
-
 class FactWriter:
     """Emits a device's and a pod's facts through ``add(name, labels, node, segments)``
     (the fleet's own, so the node's faults apply to them too)."""
@@ -149,7 +147,7 @@ class FactWriter:
             )
             self._put(
                 "guardian_gpu_utilization_peak_ratio",
-                labels | {"window": window_label(self.idle_window_s)},
+                labels | {"window": format_duration(self.idle_window_s)},
                 node,
                 rolling_max(activity, self.idle_window_s // t.step, 0, end),
             )
