@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import pynvml
@@ -182,38 +183,32 @@ class NvmlBackend:
         used, total = self._memory(handle, uuid)
         temperature = self._temperature(handle, uuid)
         power_mw = self._field("power_usage", uuid, pynvml.nvmlDeviceGetPowerUsage, handle)
+        # What a GPU reads in either mode; a MIG parent reads no more (its slices do).
+        base = DeviceReading(
+            index,
+            uuid,
+            model,
+            memory_used_bytes=used,
+            memory_total_bytes=total,
+            temperature_celsius=temperature,
+            power_watts=None if power_mw is None else power_mw / 1000.0,
+        )
         if mig_enabled:
-            parent = DeviceReading(
-                index=index,
-                uuid=uuid,
-                model=model,
-                mig=MigState.ENABLED,
-                memory_used_bytes=used,
-                memory_total_bytes=total,
-                temperature_celsius=temperature,
-                power_watts=None if power_mw is None else power_mw / 1000.0,
-            )
+            parent = replace(base, mig=MigState.ENABLED)
             return [parent, *self._read_mig_devices(index, handle, uuid)]
         util = self._field("utilization_rates", uuid, pynvml.nvmlDeviceGetUtilizationRates, handle)
         energy_mj = self._field(
             "total_energy_consumption", uuid, pynvml.nvmlDeviceGetTotalEnergyConsumption, handle
         )
-        return [
-            DeviceReading(
-                index=index,
-                uuid=uuid,
-                model=model,
-                memory_used_bytes=used,
-                memory_total_bytes=total,
-                utilization_percent=None if util is None else float(util.gpu),
-                temperature_celsius=temperature,
-                power_watts=None if power_mw is None else power_mw / 1000.0,
-                energy_joules=None if energy_mj is None else energy_mj / 1000.0,
-                util_samples=self._util_samples(handle, uuid),
-                processes=self._processes(handle, uuid),
-                process_samples=self._process_samples(handle, uuid),
-            )
-        ]
+        whole = replace(
+            base,
+            utilization_percent=None if util is None else float(util.gpu),
+            energy_joules=None if energy_mj is None else energy_mj / 1000.0,
+            util_samples=self._util_samples(handle, uuid),
+            processes=self._processes(handle, uuid),
+            process_samples=self._process_samples(handle, uuid),
+        )
+        return [whole]
 
     def _read_mig_devices(self, index: str, handle: Any, uuid: str) -> list[DeviceReading]:
         slots = self._field(

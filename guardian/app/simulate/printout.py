@@ -65,11 +65,12 @@ def _partly_line(p: PartlyIdle, currency: str) -> str:
         if p.busy_again is None
         else f"its idle part busy again at {rfc3339(p.busy_again)}"
     )
+    run = p.run
     return (
-        f"  {rfc3339(p.start)} to {rfc3339(p.end)} ({plural(p.cycles, 'cycle')}) {p.workload} "
-        f"(policy {p.run.policy}): a right-size frees {amount(p.freed.gpu_hours)} GPU-hours, "
-        f"{_money(p.freed.cost, currency)}; {back}\n"
-        f"      {p.run.reason}"
+        f"  {rfc3339(run.at)} to {rfc3339(run.last)} ({plural(run.cycles, 'cycle')}) "
+        f"{run.workload} (policy {run.policy}): a right-size frees "
+        f"{amount(p.freed.gpu_hours)} GPU-hours, {_money(p.freed.cost, currency)}; {back}\n"
+        f"      {run.reason}"
     )
 
 
@@ -154,10 +155,10 @@ def _hold_json(span: HoldSpan) -> dict[str, Any]:
 def _partly_json(p: PartlyIdle) -> dict[str, Any]:
     first = p.run
     return {
-        "start": rfc3339(p.start),
-        "end": rfc3339(p.end),
-        "cycles": p.cycles,
-        "workload": str(p.workload),
+        "start": rfc3339(first.at),
+        "end": rfc3339(first.last),
+        "cycles": first.cycles,
+        "workload": str(first.workload),
         "policy": first.policy,
         "cluster": first.cluster,
         "reason": first.reason,

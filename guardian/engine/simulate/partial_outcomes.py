@@ -32,22 +32,6 @@ class PartlyIdle:
     busy_again: float | None = None  # the idle part, busy again before the right-size ended
     freed: Freed = NOTHING
 
-    @property
-    def workload(self) -> WorkloadRef:
-        return self.run.workload
-
-    @property
-    def start(self) -> float:
-        return self.run.at
-
-    @property
-    def end(self) -> float:
-        return self.run.last
-
-    @property
-    def cycles(self) -> int:
-        return self.run.cycles
-
 
 def right_size(
     run: PartlyIdleRun, usage: WorkloadUsage | None, stop: float, prices: PriceTable

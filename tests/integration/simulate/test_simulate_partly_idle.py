@@ -140,11 +140,11 @@ def test_only_the_wholly_idle_workloads_are_reclaimed(simulated) -> None:
 
 def test_partly_idle_workloads_name_their_parts_and_what_a_right_size_frees(simulated) -> None:
     result, slot, _config = simulated
-    partly = {(p.workload.name, p.start): p for p in result.partly_idle}
+    partly = {(p.run.workload.name, p.run.at): p for p in result.partly_idle}
     assert set(partly) == {("big", slot(95)), ("grow", slot(95)), ("web", slot(95))}
     web, big, grow = partly["web", slot(95)], partly["big", slot(95)], partly["grow", slot(95)]
 
-    assert (web.end, web.cycles, web.busy_again) == (slot(179), 85, None)
+    assert (web.run.last, web.run.cycles, web.busy_again) == (slot(179), 85, None)
     assert web.run.reason.startswith("partly idle, not reclaimed (1 of 2 pods idle")
     assert f"idle: {WEB_IDLE} (GPU idle)" in web.run.reason
     assert f"not idle: {WEB_BUSY} (busy or unknown: no idle alert)" in web.run.reason
@@ -154,7 +154,7 @@ def test_partly_idle_workloads_name_their_parts_and_what_a_right_size_frees(simu
     assert "big-0 (7 of its 8 GPUs idle)" in big.run.reason
     assert big.freed.gpu_hours == pytest.approx(7 * 85 / 60)
 
-    assert (grow.end, grow.cycles) == (slot(114), 20)
+    assert (grow.run.last, grow.run.cycles) == (slot(114), 20)
     assert "grow-5f6d7c8b9-z2z4x (busy or unknown: no idle alert)" in grow.run.reason
     assert grow.freed.gpu_hours == pytest.approx(20 / 60)
 

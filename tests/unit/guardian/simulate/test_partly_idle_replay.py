@@ -121,7 +121,7 @@ def test_two_replicas_one_busy_is_partly_idle_never_reclaimed() -> None:
     assert not [h for h in log.holds if h.workload == WEB]  # not a refusal: its own outcome
 
     spans = right_sizes(log.partly, pods.usages, log.steps, minute(END), PRICES)
-    assert [(s.cycles, s.busy_again) for s in spans] == [(10, None)]  # minutes 11-20
+    assert [(s.run.cycles, s.busy_again) for s in spans] == [(10, None)]  # minutes 11-20
     # web-1's GPU from minute 11 to the end (minute 20, exclusive): 9 minutes.
     assert spans[0].freed.gpu_hours == pytest.approx(9 / 60)
     assert spans[0].freed.cost == pytest.approx(9 / 60 * 2.0)
@@ -168,7 +168,7 @@ def test_a_replica_added_mid_way_holds_the_reclaim_until_its_own_evidence() -> N
     assert "web-2 (busy or unknown: no idle alert)" in log.partly[0].reason
     spans = right_sizes(log.partly, pods.usages, log.steps, minute(END), PRICES)
     # web-1 alone from minute 11 until the whole workload is reclaimed at 15.
-    assert [(s.cycles, s.freed.gpu_hours) for s in spans] == [(4, pytest.approx(4 / 60))]
+    assert [(s.run.cycles, s.freed.gpu_hours) for s in spans] == [(4, pytest.approx(4 / 60))]
 
 
 def test_a_replica_never_seen_in_history_leaves_the_alerting_pods() -> None:
@@ -219,7 +219,7 @@ def test_a_right_size_ends_when_its_idle_part_is_busy_or_the_next_run_begins() -
     first, second = right_sizes([other_part, busy_later], {WEB: usage}, [], minute(END), PRICES)
 
     # web-1 from minute 2 until busy at 8; web-2 from minute 12 to the end.
-    assert (first.start, first.busy_again, first.freed.gpu_hours) == (
+    assert (first.run.at, first.busy_again, first.freed.gpu_hours) == (
         minute(2),
         minute(8),
         pytest.approx(6 / 60),
