@@ -10,8 +10,8 @@ processes) adds the facts consistent with it with :func:`idle_facts`:
   NVML-side sample with its uuid at a time (not the kubelet's allocation);
 - a run of readings breaks on an exporter restart (``restarts``) or when readings are
   further apart than ``gap`` (3 x the device's shortest spacing by default): observation,
-  peaks, last process and the pod entries start again; the last activity is lost on a
-  restart only;
+  peaks and the pod entries start again; the last activity and the last process are lost
+  on a restart only (the exporter keeps them over a hung collection);
 - last activity: the newest reading with utilization (or a process's SM use) above
   ``floor``; peaks: the maximum over the trailing window, once the whole window was
   observed; none of them on MIG but the memory peak;
@@ -58,7 +58,8 @@ PodKey = tuple[str, str]  # namespace, pod
 
 @dataclass(frozen=True)
 class Restart:
-    """The exporter of every device whose labels include ``selector`` restarted at ``at``."""
+    """The exporter of every device whose labels include ``selector`` restarted at ``at``
+    (or lost NVML: the exporter drops its state either way)."""
 
     at: float
     selector: Mapping[str, str] = field(default_factory=dict)
@@ -224,9 +225,9 @@ class _Run:
     pod_last: dict[PodKey, float] = field(default_factory=dict)
 
     def restart(self, at: float, *, lost: bool) -> None:
-        self.since, self.last_process, self.pod_last = at, None, {}
+        self.since, self.pod_last = at, {}
         if lost:
-            self.last_active = None
+            self.last_active = self.last_process = None
 
 
 def _advance(run: _Run, dev: _Device, at: float, setup: FactSetup) -> None:
@@ -295,35 +296,23 @@ def _facts_of(dev: _Device, restarts: Sequence[Restart], setup: FactSetup) -> li
     return out
 
 
-def facts_for(
-    samples: Iterable[Sample], restarts: Iterable[Restart], setup: FactSetup
-) -> list[Sample]:
-    """:func:`idle_facts` with its options as a :class:`FactSetup`."""
-    pinned = list(restarts)
-    out: list[Sample] = []
-    for _key, dev in sorted(collect(samples).items()):
-        out += _facts_of(dev, pinned, setup)
-    return out
-
-
 def idle_facts(
     samples: Iterable[Sample],
     *,
     restarts: Iterable[Restart] = (),
-    activity_window: float = 1800.0,
-    memory_window: float = 3600.0,
-    floor: float = 0.05,
-    mig_memory_floor: float = 64 * MIB,
-    gap: float | None = None,
+    setup: FactSetup | None = None,
 ) -> list[Sample]:
     """The fact samples the exporter would have reported for the raw ``samples``.
 
     ``restarts``: exporter restarts (the first reading at or after one starts a new run
-    and forgets the last activity). ``gap``: readings further apart break the run (None:
-    3 x the device's shortest spacing). Samples that are facts already are ignored.
+    and forgets the last activity and process). ``setup``: the exporter's flags (the
+    pack's values by default). Samples that are facts already are ignored.
     """
-    setup = FactSetup(activity_window, memory_window, floor, mig_memory_floor, gap)
-    return facts_for(samples, restarts, setup)
+    pinned, setup = list(restarts), setup or FactSetup()
+    out: list[Sample] = []
+    for _key, dev in sorted(collect(samples).items()):
+        out += _facts_of(dev, pinned, setup)
+    return out
 
 
 def holder_processes(samples: Iterable[Sample]) -> list[Sample]:
@@ -364,7 +353,7 @@ def with_idle_facts(
     and the facts of it all (:func:`idle_facts`; ``setup``: the pack's values by default)."""
     given = list(samples)
     given += holder_processes(given)
-    return given + facts_for(given, restarts, setup or FactSetup())
+    return given + idle_facts(given, restarts=restarts, setup=setup)
 
 
 def latest(facts: Iterable[Sample], at: float) -> list[Sample]:
@@ -376,7 +365,6 @@ __all__ = [
     "FACTS",
     "FactSetup",
     "Restart",
-    "facts_for",
     "holder_processes",
     "idle_facts",
     "latest",

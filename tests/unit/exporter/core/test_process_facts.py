@@ -61,6 +61,15 @@ def test_an_exporter_restart_forgets_the_last_process() -> None:
     assert one(snap).observed_since_timestamp_seconds == restarted.now
 
 
+def test_a_gap_keeps_the_last_process_and_starts_the_observation_again() -> None:
+    node = Node(pods={7: POD})
+    node.read(gpu(pids=[7]))
+    seen = node.now
+    snap = node.read(gpu(), after=60.0)  # a hung collection: the device is read again
+    assert one(snap).observed_since_timestamp_seconds == node.now
+    assert one(snap).last_process_timestamp_seconds == seen  # older than observed-since
+
+
 # ------------------------------------------------------------------ pod on device
 def test_pod_facts_outlive_its_processes_for_the_window_then_go() -> None:
     node = Node(pods={7: POD})
